@@ -1,0 +1,174 @@
+"""The ``openforge`` command line (DESIGN §10).
+
+Every command has ``--help``; ``--json`` prints one JSON document on stdout. Command groups
+other rooms contribute live in ``flows/commands/<name>.py`` and are registered here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import pkgutil
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+import flows.commands
+from openforge.logs import configure_logging
+from openforge.settings import get_settings
+
+app = typer.Typer(
+    name="openforge",
+    help="Train agents end-to-end inside their real harnesses.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+db_app = typer.Typer(help="The task DB.", no_args_is_help=True)
+tasks_app = typer.Typer(help="The task bank: validate, import, list, show.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+app.add_typer(tasks_app, name="tasks")
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+@app.callback()
+def _main(
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log at INFO level.")] = False,
+) -> None:
+    settings = get_settings()
+    configure_logging("INFO" if verbose else settings.log_level, settings.log_json)
+
+
+def _echo_json(document: object) -> None:
+    sys.stdout.write(json.dumps(document, default=str) + "\n")
+
+
+@app.command()
+def init(json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+    """Create the data dir and the DB, and run migrations (idempotent)."""
+    from storage.admin import init_home
+
+    info = init_home()
+    if json_out:
+        _echo_json(info)
+    else:
+        console.print(f"data dir  {info['home']}\nDB        {info['db']}\nrevision  {info['revision']}")
+
+
+@db_app.command("status")
+def db_status(json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+    """Show the DB URL, migration revision and row counts per table and status."""
+    from storage.admin import db_status as status
+
+    info = status()
+    if json_out:
+        _echo_json(info)
+        return
+    console.print(f"DB {info['db']}  revision {info['revision']} (head {info['head']})")
+    table = Table("table", "rows", "by status")
+    for name, entry in info["tables"].items():
+        by = ", ".join(f"{k}={v}" for k, v in entry.get("by_status", {}).items())
+        table.add_row(name, str(entry["rows"]), by)
+    console.print(table)
+
+
+@tasks_app.command("validate")
+def tasks_validate(
+    paths: Annotated[list[Path], typer.Argument(help="Task directories.")],
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Check task directories; one line per problem; exit 1 on any problem."""
+    from environments.taskdir import validate_task
+
+    problems = [p for path in paths for p in validate_task(path)]
+    if json_out:
+        _echo_json([{"path": p.path, "field": p.field, "problem": p.message} for p in problems])
+    else:
+        for p in problems:
+            typer.echo(str(p))
+        if not problems:
+            typer.echo(f"{len(paths)} task dir(s) valid")
+    raise typer.Exit(1 if problems else 0)
+
+
+@tasks_app.command("import")
+def tasks_import(
+    paths: Annotated[list[Path], typer.Argument(help="Harbor / Terminal-Bench task directories.")],
+    purpose: Annotated[Optional[str], typer.Option(help="Override metadata.purpose (rl or sft).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Copy task directories into the bank (normalized to schema 1.1) and register them."""
+    from environments.bank import import_tasks
+
+    imported, problems = import_tasks(paths, purpose=purpose)
+    if json_out:
+        _echo_json({"imported": imported, "problems": [str(p) for p in problems]})
+    else:
+        for p in problems:
+            typer.echo(str(p))
+        for row in imported:
+            typer.echo(f"imported {row['id']} -> {row['dir']}")
+    raise typer.Exit(1 if problems else 0)
+
+
+@tasks_app.command("ls")
+def tasks_ls(
+    status: Annotated[Optional[str], typer.Option(help="Filter by status.")] = None,
+    domain: Annotated[Optional[str], typer.Option(help="Filter by domain.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """List tasks in the bank."""
+    from environments.bank import list_tasks
+
+    rows = list_tasks(status=status, domain=domain)
+    if json_out:
+        _echo_json(rows)
+        return
+    table = Table("id", "domain", "purpose", "status", "dir")
+    for r in rows:
+        table.add_row(r["id"], r["domain"] or "", r["purpose"], r["status"], r["dir"])
+    console.print(table)
+    console.print(f"{len(rows)} task(s)")
+
+
+@tasks_app.command("show")
+def tasks_show(
+    task_id: Annotated[str, typer.Argument(help="Task id.")],
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Show one task: its row, checks, and instruction."""
+    from environments.bank import show_task
+
+    info = show_task(task_id)
+    if info is None:
+        err_console.print(f"no task {task_id!r} (see `openforge tasks ls`)")
+        raise typer.Exit(1)
+    if json_out:
+        _echo_json(info)
+        return
+    for key in ("id", "status", "domain", "category", "purpose", "difficulty", "dir", "content_sha", "pass_rate", "error"):
+        console.print(f"[bold]{key:12}[/] {info.get(key)}")
+    for check in info["checks"]:
+        console.print(f"  check {check['kind']:8} passed={check['passed']} reward={check['reward']}")
+    console.print("\n" + (info.get("instruction") or ""))
+
+
+def _register_command_modules() -> None:
+    for module in pkgutil.iter_modules(flows.commands.__path__):
+        mod = importlib.import_module(f"flows.commands.{module.name}")
+        register = getattr(mod, "register", None)
+        if callable(register):
+            register(app)
+
+
+_register_command_modules()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

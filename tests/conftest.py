@@ -1,0 +1,42 @@
+"""Shared fixtures: every test gets its own OPENFORGE_HOME and a migrated SQLite DB."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from openforge.settings import get_settings
+
+
+@pytest.fixture(autouse=True)
+def openforge_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Isolated data dir (``OPENFORGE_HOME``) per test; settings cache cleared around it."""
+    home = tmp_path / "openforge-home"
+    monkeypatch.setenv("OPENFORGE_HOME", str(home))
+    monkeypatch.delenv("OPENFORGE_DB", raising=False)
+    get_settings.cache_clear()
+    yield home
+    get_settings.cache_clear()
+
+
+@pytest.fixture
+def sqlite_url(openforge_home: Path) -> str:
+    return f"sqlite:///{openforge_home / 'openforge.db'}"
+
+
+@pytest.fixture
+def db_engine(sqlite_url: str):
+    """A migrated SQLite engine in the test's data dir."""
+    from storage.db import make_engine
+    from storage.migrate import upgrade
+
+    engine = make_engine(sqlite_url)
+    upgrade(sqlite_url, engine)
+    yield engine
+    engine.dispose()
+
+
+def pytest_report_header(config) -> str:  # noqa: ANN001
+    return f"openforge tests: OPENFORGE_TOOLS_DIR={os.environ.get('OPENFORGE_TOOLS_DIR', '/opt/openforge-tools')}"

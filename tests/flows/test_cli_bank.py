@@ -1,0 +1,75 @@
+"""The CLI's init / db / tasks commands, run as the installed ``openforge`` entry point."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+HARBOR = Path(__file__).parents[1] / "fixtures" / "harbor" / "hello-world"
+OPENFORGE = [sys.executable, "-m", "flows.cli"]
+
+
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*OPENFORGE, *args], capture_output=True, text=True, env=os.environ.copy(), cwd=cwd, timeout=120)
+
+
+def test_init_is_idempotent_and_db_status_reports(openforge_home: Path) -> None:
+    first = run("init", "--json")
+    assert first.returncode == 0, first.stderr
+    info = json.loads(first.stdout)
+    assert info["home"] == str(openforge_home.resolve()) and info["revision"]
+    assert run("init", "--json").returncode == 0
+    status = json.loads(run("db", "status", "--json").stdout)
+    assert status["revision"] == status["head"]
+    assert status["tables"]["tasks"]["rows"] == 0
+
+
+def test_validate_malformed_dir_exits_1_with_one_line_per_problem(tmp_path: Path) -> None:
+    bad = tmp_path / "bad-task"
+    shutil.copytree(HARBOR, bad)
+    (bad / "instruction.md").unlink()
+    (bad / "tests" / "test.sh").chmod(0o644)
+    result = run("tasks", "validate", str(bad), str(HARBOR))
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == [
+        f"{bad}: instruction.md: missing",
+        f"{bad}: tests/test.sh: not executable (chmod +x)",
+    ]
+    assert "Traceback" not in result.stderr
+    ok = run("tasks", "validate", str(HARBOR))
+    assert ok.returncode == 0 and "1 task dir(s) valid" in ok.stdout
+
+
+def test_import_then_ls_and_show(tmp_path: Path) -> None:
+    result = run("tasks", "import", str(HARBOR), "--json")
+    assert result.returncode == 0, result.stderr
+    imported = json.loads(result.stdout)["imported"]
+    assert [row["id"] for row in imported] == ["hello-world"]
+    rows = json.loads(run("tasks", "ls", "--json").stdout)
+    assert rows == [{"id": "hello-world", "domain": None, "purpose": "rl", "status": "verified", "dir": imported[0]["dir"]}]
+    assert json.loads(run("tasks", "ls", "--status", "building", "--json").stdout) == []
+    shown = json.loads(run("tasks", "show", "hello-world", "--json").stdout)
+    assert "Hello, world!" in shown["instruction"]
+    missing = run("tasks", "show", "nope")
+    assert missing.returncode == 1 and "no task 'nope'" in missing.stderr
+
+
+def test_import_of_bad_dir_keeps_existing_bank(tmp_path: Path) -> None:
+    assert run("tasks", "import", str(HARBOR)).returncode == 0
+    bad = tmp_path / "broken"
+    bad.mkdir()
+    result = run("tasks", "import", str(bad))
+    assert result.returncode == 1
+    assert f"{bad}: task.toml: missing" in result.stdout
+    assert [r["id"] for r in json.loads(run("tasks", "ls", "--json").stdout)] == ["hello-world"]
+
+
+def test_every_command_has_help() -> None:
+    for args in (["--help"], ["init", "--help"], ["db", "status", "--help"], ["tasks", "validate", "--help"],
+                 ["tasks", "import", "--help"], ["tasks", "ls", "--help"], ["tasks", "show", "--help"]):
+        result = run(*args)
+        assert result.returncode == 0 and "Usage" in result.stdout, args

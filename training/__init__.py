@@ -1,0 +1,2 @@
+"""Training room: proxy, orchestrator (sandbox backends + scheduler), policy engines,
+trajectory reconstruction, and trainers (local, veRL). Never imports ``synthesis``."""
