@@ -82,8 +82,10 @@ def worker_loop(url: str, worker: str, out: list, pool_size: int = 1) -> None:
     out.append((claimed, lock_errors))
 
 
-def _process_entry(url: str, worker: str, queue) -> None:  # noqa: ANN001
+def _process_entry(url: str, worker: str, queue, ready, go) -> None:  # noqa: ANN001
     out: list = []
+    ready.release()
+    go.wait()  # start together: process start-up is not part of the measurement
     worker_loop(url, worker, out)
     queue.put(out[0])
 
@@ -99,12 +101,16 @@ def run_threads(url: str, workers: int) -> list:
     return out
 
 
-def run_processes(url: str, workers: int) -> list:
+def run_processes(url: str, workers: int, started: list[float]) -> list:
     ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    procs = [ctx.Process(target=_process_entry, args=(url, f"p{i}", queue)) for i in range(workers)]
+    queue, ready, go = ctx.Queue(), ctx.Semaphore(0), ctx.Event()
+    procs = [ctx.Process(target=_process_entry, args=(url, f"p{i}", queue, ready, go)) for i in range(workers)]
     for p in procs:
         p.start()
+    for _ in procs:
+        ready.acquire()
+    started[0] = time.perf_counter()
+    go.set()
     results = [queue.get() for _ in procs]
     for p in procs:
         p.join()
@@ -113,9 +119,9 @@ def run_processes(url: str, workers: int) -> list:
 
 def measure(label: str, url: str, kind: str, rows: int, workers: int) -> dict:
     prepare(url, rows)
-    start = time.perf_counter()
-    results = run_threads(url, workers) if kind == "threads" else run_processes(url, workers)
-    seconds = time.perf_counter() - start
+    started = [time.perf_counter()]
+    results = run_threads(url, workers) if kind == "threads" else run_processes(url, workers, started)
+    seconds = time.perf_counter() - started[0]
     counts = Counter(task_id for claimed, _ in results for task_id in claimed)
     double = sum(1 for n in counts.values() if n > 1)
     engine = make_engine(url)
