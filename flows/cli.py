@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import pkgutil
 import sys
 from pathlib import Path
@@ -43,6 +44,10 @@ def _main(
 ) -> None:
     settings = get_settings()
     configure_logging("INFO" if verbose else settings.log_level, settings.log_json)
+    # Quiet by default: no per-load progress bars or advisory warnings from the ML stack.
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
 def _echo_json(document: object) -> None:

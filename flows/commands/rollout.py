@@ -1,0 +1,75 @@
+"""``openforge rollout TASK_DIR --harness NAME``: one rollout in a sandbox (DESIGN §10)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+
+def rollout(
+    task_dir: Annotated[str, typer.Argument(help="Task directory (Harbor layout).")],
+    harness: Annotated[str, typer.Option("--harness", help="oracle, noop, react, codex, claude-code, ...")],
+    backend: Annotated[str, typer.Option("--backend", help="Sandbox backend: local or docker.")] = "local",
+    engine: Annotated[Optional[str], typer.Option("--engine", help="Policy engine: OpenAI-compatible URL or "
+                                                  "'local'; a proxy is started in front of it.")] = None,
+    timeout: Annotated[Optional[float], typer.Option("--timeout", help="Wall-clock seconds for the whole "
+                                                     "rollout (default: the task's budgets).")] = None,
+    model: Annotated[str, typer.Option("--model", help="Model name the harness asks for.")] = "policy",
+    harness_options: Annotated[Optional[str], typer.Option("--harness-options", help="JSON object of "
+                                                           "adapter options.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON line.")] = False,
+) -> None:
+    """Run one rollout and print its outcome (status, reward, error_kind, n_calls, seconds)."""
+    from environments.taskdir import TaskDirError
+    from training.orchestrator.backend import SandboxError
+    from training.orchestrator.single import rollout_once
+
+    try:
+        options = json.loads(harness_options) if harness_options else None
+        if options is not None and not isinstance(options, dict):
+            raise ValueError("expected a JSON object")
+    except ValueError as exc:
+        typer.echo(f"--harness-options: {exc}", err=True)
+        raise typer.Exit(2) from None
+    async def main() -> dict:
+        # SIGTERM cancels like Ctrl-C does: the sandbox is killed and removed before exit.
+        task = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+        if task is not None:
+            loop.add_signal_handler(signal.SIGTERM, task.cancel)
+        return await rollout_once(task_dir, harness, backend=backend, engine=engine, timeout=timeout,
+                                  model=model, harness_options=options)
+
+    try:
+        doc = asyncio.run(main())
+    except TaskDirError as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(1) from None
+    except SandboxError as exc:
+        typer.echo(f"backend {backend}: {exc}", err=True)
+        raise typer.Exit(1) from None
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        typer.echo("interrupted: sandbox cleaned up", err=True)
+        raise typer.Exit(130) from None
+    if json_out:
+        sys.stdout.write(json.dumps(doc) + "\n")
+        return
+    reward = "-" if doc["reward"] is None else f"{doc['reward']:g}"
+    line = f"{doc['status']} reward={reward} n_calls={doc['n_calls']} seconds={doc['seconds']:.1f}"
+    if doc.get("error_kind"):
+        line += f" error_kind={doc['error_kind']}"
+    typer.echo(line)
+    if doc.get("error"):
+        typer.echo(f"  {doc['error']}")
+    typer.echo(f"  logs: {doc['logs_dir']}  isolation: {doc['isolation']}")
+    for note in doc.get("sandbox_notes", []):
+        typer.echo(f"  note: {note}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("rollout")(rollout)

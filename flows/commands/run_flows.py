@@ -1,0 +1,193 @@
+"""CLI commands that run the Prefect flows in-process (no server needed):
+``pipeline``, ``distill``, ``train sft|rl``, ``evaluate``, and ``deploy`` for a server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _prefect_env() -> None:
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+
+
+def _overrides(items: list[str] | None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise typer.BadParameter(f"--set {item!r}: expected KEY=VALUE, e.g. train.lr=1e-6")
+        try:
+            out[key] = json.loads(value)
+        except ValueError:
+            out[key] = value
+    return out
+
+
+def _emit(doc: dict[str, Any], json_out: bool) -> None:
+    if json_out:
+        sys.stdout.write(json.dumps(doc, default=str) + "\n")
+
+
+def pipeline_cmd(
+    preset: Annotated[str, typer.Option(help="Preset for every stage (configs/).")] = "local",
+    rl_steps: Annotated[int, typer.Option(help="GRPO steps.")] = 2,
+    n_rl_tasks: Annotated[int, typer.Option(help="RL training tasks.")] = 4,
+    n_sft_tasks: Annotated[int, typer.Option(help="SFT tasks.")] = 4,
+    eval_tasks: Annotated[int, typer.Option(help="Held-out evaluation tasks.")] = 4,
+    teacher: Annotated[str, typer.Option(help="'oracle', 'local' or a URL.")] = "oracle",
+    seed: Annotated[int, typer.Option(help="Synthesis seed.")] = 7,
+    set_: Annotated[Optional[list[str]], typer.Option("--set", help="Preset override KEY=VALUE (repeatable).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """The main job: synthesize → distill → SFT → evaluate → GRPO → evaluate, end to end."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
+    _prefect_env()
+    from flows import progress as flow_progress
+    from flows.params import PipelineParams
+    from flows.pipeline import STAGES, pipeline_flow
+    from storage.admin import init_home
+
+    init_home()
+    console = Console(stderr=True)
+    params = PipelineParams(preset=preset, rl_steps=rl_steps, n_rl_tasks=n_rl_tasks, n_sft_tasks=n_sft_tasks,
+                            eval_tasks=eval_tasks, teacher=teacher, seed=seed, overrides=_overrides(set_))
+    t0 = time.perf_counter()
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console) as bar:
+        job = bar.add_task("starting Prefect", total=len(STAGES))
+
+        def report(name: str, index: int, total: int) -> None:
+            bar.update(job, completed=index - 1, description=name)
+
+        flow_progress.set_reporter(report)
+        try:
+            summary = asyncio.run(pipeline_flow(params))
+        finally:
+            flow_progress.set_reporter(None)
+        bar.update(job, completed=len(STAGES), description="done")
+    seconds = time.perf_counter() - t0
+    summary["wall_seconds"] = seconds
+    if json_out:
+        _emit(summary, True)
+        return
+    table = Table(title="OpenForge pipeline: held-out reward (react harness)")
+    table.add_column("checkpoint")
+    table.add_column("mean reward", justify="right")
+    for label, value in summary["eval_mean_reward"].items():
+        table.add_row(label, f"{value:.3f}")
+    console.print(table)
+    if summary.get("rl"):
+        console.print("GRPO reward per step: " + ", ".join(f"{s['step']}: {s['reward']:.3f}" for s in summary["rl"]["steps"]))
+    console.print(f"SFT: {summary['sft']['examples']} examples, final loss {summary['sft']['final_loss']}")
+    console.print("artifacts:")
+    for path in (summary["sft"]["curve_png"], (summary.get("rl") or {}).get("curve_png"), summary["radar_png"],
+                 (summary.get("rl") or summary["sft"])["checkpoint"]):
+        if path:
+            console.print(f"  {path}")
+    console.print(f"[bold]pipeline finished in {seconds / 60:.1f} min[/]")
+
+
+def distill_cmd(
+    preset: Annotated[str, typer.Option(help="Preset.")] = "local",
+    teacher: Annotated[str, typer.Option(help="'oracle', 'local' or a URL.")] = "oracle",
+    n_per_task: Annotated[int, typer.Option(help="Teacher rollouts per task.")] = 3,
+    domain: Annotated[str, typer.Option(help="Task domain.")] = "claw",
+    purpose: Annotated[str, typer.Option(help="Task purpose.")] = "sft",
+    max_tasks: Annotated[Optional[int], typer.Option(help="At most this many tasks.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Teacher rollouts → filtered SFT data (JSONL + Parquet)."""
+    _prefect_env()
+    from flows.params import DistillParams
+    from flows.training import distill_flow
+
+    report = asyncio.run(distill_flow(DistillParams(preset=preset, teacher=teacher, n_per_task=n_per_task,
+                                                    domain=domain, purpose=purpose, max_tasks=max_tasks)))
+    _emit(report, json_out) if json_out else typer.echo(f"{report['examples']} SFT examples -> {report['parquet']}")
+
+
+def train_cmd(
+    kind: Annotated[str, typer.Argument(help="sft or rl.")],
+    preset: Annotated[str, typer.Option(help="Preset.")] = "local",
+    data: Annotated[Optional[str], typer.Option(help="SFT: Parquet from distill.")] = None,
+    model_path: Annotated[Optional[str], typer.Option(help="Start checkpoint.")] = None,
+    steps: Annotated[Optional[int], typer.Option(help="RL: GRPO steps.")] = None,
+    domain: Annotated[Optional[str], typer.Option(help="RL: task domain.")] = None,
+    max_tasks: Annotated[Optional[int], typer.Option(help="RL: at most this many tasks.")] = None,
+    set_: Annotated[Optional[list[str]], typer.Option("--set", help="Preset override KEY=VALUE.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Train: `train sft --data X.parquet` or `train rl --preset claw`."""
+    _prefect_env()
+    from flows.params import RLParams, SFTParams
+    from flows.training import rl_flow, sft_flow
+
+    if kind == "sft":
+        if not data:
+            raise typer.BadParameter("train sft needs --data (the Parquet written by `openforge distill`)")
+        report = asyncio.run(sft_flow(SFTParams(preset=preset, data=data, model_path=model_path, overrides=_overrides(set_))))
+    elif kind == "rl":
+        report = asyncio.run(rl_flow(RLParams(preset=preset, model_path=model_path, steps=steps, domain=domain,
+                                              max_tasks=max_tasks, overrides=_overrides(set_))))
+    else:
+        raise typer.BadParameter(f"unknown training kind {kind!r}: use sft or rl")
+    _emit(report, json_out) if json_out else typer.echo(f"checkpoint: {report['checkpoint']}")
+
+
+def evaluate_cmd(
+    model_path: Annotated[Optional[list[str]], typer.Option("--model", help="Checkpoint(s); default: base model.")] = None,
+    preset: Annotated[str, typer.Option(help="Preset.")] = "local",
+    harness: Annotated[Optional[list[str]], typer.Option(help="Harness(es).")] = None,
+    k: Annotated[int, typer.Option(help="pass@k / pass^k up to k.")] = 1,
+    domain: Annotated[str, typer.Option(help="Task domain.")] = "claw",
+    max_tasks: Annotated[Optional[int], typer.Option(help="At most this many tasks.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """pass@k / pass^k per harness and behaviour analysis."""
+    _prefect_env()
+    from flows.params import EvaluateParams
+    from flows.training import evaluate_flow
+
+    report = asyncio.run(evaluate_flow(EvaluateParams(preset=preset, model_paths=model_path or [None],
+                                                      harnesses=harness or ["react"], k=k, domain=domain,
+                                                      max_tasks=max_tasks)))
+    if json_out:
+        _emit(report, True)
+        return
+    for row in report["rows"]:
+        typer.echo(json.dumps(row))
+
+
+def deploy_cmd(
+    pool: Annotated[str, typer.Option(help="Process work pool name (prefect.yaml uses openforge-process).")] = "openforge-process",
+) -> None:
+    """Create the work pool and concurrency limits, then `prefect --no-prompt deploy --all`
+    against the configured Prefect server (PREFECT_API_URL)."""
+    from flows.deploy import deploy_all
+
+    for line in deploy_all(REPO_ROOT, pool):
+        typer.echo(line)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("pipeline")(pipeline_cmd)
+    app.command("distill")(distill_cmd)
+    app.command("train")(train_cmd)
+    app.command("evaluate")(evaluate_cmd)
+    app.command("deploy")(deploy_cmd)

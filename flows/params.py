@@ -1,0 +1,69 @@
+"""Typed flow parameters: pydantic models, so the Prefect UI renders each as a form."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+
+class SynthesizeParams(BaseModel):
+    domain: Literal["claw", "computer-use", "browser-use"] = Field("claw", description="Target domain.")
+    n: int = Field(16, ge=1, description="Verified tasks wanted.")
+    purpose: Literal["rl", "sft"] = Field("rl", description="rl: full test/refine; sft: may skip them.")
+    backend: Literal["procedural", "claude", "openai"] = Field("procedural", description="Agent runtime.")
+    parallelism: int = Field(2, ge=1, description="Concurrent build/test/refine workers.")
+    seed: int | None = Field(None, description="Procedural seed of a new run.")
+    run_id: str | None = Field(None, description="Resume this synthesis run.")
+    model: str | None = Field(None, description="Agent model (claude: opus by default).")
+    base_url: str | None = Field(None, description="Endpoint of the openai backend.")
+
+
+class DistillParams(BaseModel):
+    preset: str = Field("local", description="Preset name (configs/) or path.")
+    teacher: str = Field("oracle", description="'oracle', 'local' or an OpenAI-compatible URL.")
+    n_per_task: int = Field(3, ge=1, description="Teacher rollouts per task.")
+    domain: str | None = Field("claw", description="Tasks of this domain from the bank.")
+    purpose: Literal["rl", "sft"] | None = Field("sft", description="Tasks of this purpose.")
+    max_tasks: int | None = Field(None, ge=1, description="Use at most this many tasks.")
+    overrides: dict[str, Any] = Field(default_factory=dict, description="Dotted preset overrides.")
+
+
+class SFTParams(BaseModel):
+    preset: str = Field("local", description="Preset name or path.")
+    data: str = Field(..., description="Parquet of SFT examples (from distill).")
+    model_path: str | None = Field(None, description="Start checkpoint (default: the default policy).")
+    overrides: dict[str, Any] = Field(default_factory=dict, description="Dotted preset overrides.")
+
+
+class RLParams(BaseModel):
+    preset: str = Field("claw", description="Preset name or path (paper Table A1 for claw/computer-use/browser-use).")
+    model_path: str | None = Field(None, description="Start checkpoint (usually the SFT one).")
+    steps: int | None = Field(None, ge=1, description="GRPO steps (default: the preset's).")
+    domain: str | None = Field(None, description="Train on tasks of this domain (default: the preset's).")
+    purpose: Literal["rl", "sft"] | None = Field("rl", description="Tasks of this purpose.")
+    max_tasks: int | None = Field(None, ge=1, description="Use at most this many tasks.")
+    overrides: dict[str, Any] = Field(default_factory=dict, description="Dotted preset overrides, e.g. {'train.lr': 1e-6}.")
+
+
+class EvaluateParams(BaseModel):
+    preset: str = Field("local", description="Preset name or path.")
+    model_paths: list[str | None] = Field(default_factory=lambda: [None], description="Checkpoints (None: default model).")
+    labels: list[str] | None = Field(None, description="Names of the checkpoints in tables.")
+    harnesses: list[str] = Field(default_factory=lambda: ["react"], description="Harnesses to evaluate with.")
+    k: int = Field(1, ge=1, description="pass@k / pass^k up to k.")
+    domain: str | None = Field("claw", description="Tasks of this domain.")
+    purpose: Literal["rl", "sft"] | None = Field("rl", description="Tasks of this purpose.")
+    max_tasks: int | None = Field(None, ge=1, description="Use at most this many tasks.")
+    overrides: dict[str, Any] = Field(default_factory=dict, description="Dotted preset overrides.")
+
+
+class PipelineParams(BaseModel):
+    preset: str = Field("local", description="Preset for every stage.")
+    n_rl_tasks: int = Field(6, ge=1, description="RL tasks to synthesize.")
+    n_sft_tasks: int = Field(4, ge=1, description="SFT tasks to synthesize.")
+    teacher: str = Field("oracle", description="Distillation teacher.")
+    rl_steps: int = Field(2, ge=0, description="GRPO steps.")
+    eval_tasks: int = Field(4, ge=1, description="Held-out tasks evaluated before/after.")
+    seed: int = Field(7, description="Procedural synthesis seed.")
+    overrides: dict[str, Any] = Field(default_factory=dict, description="Dotted preset overrides.")

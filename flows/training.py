@@ -1,0 +1,97 @@
+"""Flows ``distill``, ``sft-train``, ``rl-train`` and ``evaluate``: each a short list of
+steps over the task bank, calling the training workflows through thin Prefect tasks."""
+
+from __future__ import annotations
+
+from prefect import flow
+
+from flows.artifacts import png_markdown, publish_markdown, publish_table, rows_markdown
+from flows.params import DistillParams, EvaluateParams, RLParams, SFTParams
+from openforge.presets import load_preset
+from tasks.bank import select_task_dirs
+from tasks.training import distill_task, evaluate_task, rl_task, sft_task
+
+
+def _no_tasks(what: str, domain: str | None, purpose: str | None) -> ValueError:
+    return ValueError(f"{what}: no verified tasks with domain={domain!r} purpose={purpose!r} in the bank "
+                      f"(run `openforge synthesize --domain {domain or 'claw'} --purpose {purpose or 'rl'}` first)")
+
+
+@flow(name="distill")
+async def distill_flow(params: DistillParams = DistillParams()) -> dict:
+    """Teacher rollouts (N per task, default 3) through the real rollout path; successful
+    trajectories are filtered as in the paper and exported as chat JSONL + token Parquet."""
+    dirs = select_task_dirs(params.domain, params.purpose, params.max_tasks)
+    if not dirs:
+        raise _no_tasks("distill", params.domain, params.purpose)
+    report = await distill_task(params.preset, params.overrides, dirs, params.teacher, params.n_per_task)
+    await publish_table("distill-outcomes", [{"outcome": k, "rollouts": v} for k, v in report["outcomes"].items()],
+                  f"Distillation {report['run_id']}: rollout outcome classes")
+    await publish_table("distill-summary", [{k: report[k] for k in ("teacher", "tasks", "rollouts", "kept_trajectories", "examples", "parquet")}],
+                  "Distillation: what was kept")
+    return report
+
+
+@flow(name="sft-train")
+async def sft_flow(params: SFTParams) -> dict:
+    """Supervised fine-tuning on distilled examples (loss on policy tokens only); saves an
+    HF checkpoint and publishes the loss curve."""
+    report = sft_task(params.preset, params.overrides, params.data, params.model_path)
+    await publish_markdown("sft-report", f"# SFT {report['run_id']}\n\n{report['examples']} examples, "
+                     f"{report['updates']} updates, checkpoint `{report['checkpoint']}`\n\n"
+                     + png_markdown(report.get("curve_png"), "SFT loss"), "SFT loss curve")
+    return report
+
+
+@flow(name="rl-train")
+async def rl_flow(params: RLParams = RLParams()) -> dict:
+    """GRPO inside the real harness: each step rolls out task groups in sandboxes through the
+    recording proxy, rebuilds one sample per model call, and updates the policy in place.
+    Publishes per-step reward/loss tables and reward / success / episode-length curves."""
+    preset = load_preset(params.preset, params.overrides)
+    domain = params.domain or preset.section("tasks").get("domain", "claw")
+    dirs = select_task_dirs(domain, params.purpose, params.max_tasks)
+    if not dirs:
+        raise _no_tasks("rl-train", domain, params.purpose)
+    report = await rl_task(params.preset, params.overrides, dirs, params.model_path, params.steps)
+    rows = [{"step": s["step"], "reward": s["reward_mean"], "success": s["success_rate"], "calls": s["episode_calls"],
+             "samples": s["samples"], "zero_var_groups": s["zero_variance_groups"],
+             "loss": s["metrics"].get("loss"), "outcomes": s["outcomes"]} for s in report["steps"]]
+    await publish_table("rl-steps", rows, f"GRPO {report['run_id']}: per-step reward and loss")
+    await publish_markdown("rl-report", f"# GRPO {report['run_id']} ({report['preset']})\n\n" + rows_markdown(rows)
+                     + "\n" + png_markdown(report.get("curve_png"), "reward curves"), "GRPO curves")
+    return report
+
+
+@flow(name="evaluate")
+async def evaluate_flow(params: EvaluateParams = EvaluateParams()) -> dict:
+    """pass@k and pass^k per harness for one or more checkpoints, plus tool usage and the
+    five behavioural capabilities (radar chart comparing the checkpoints)."""
+    from training.workflows.evaluate import EvalReport
+
+    dirs = select_task_dirs(params.domain, params.purpose, params.max_tasks)
+    if not dirs:
+        raise _no_tasks("evaluate", params.domain, params.purpose)
+    labels = params.labels or [p or "base" for p in params.model_paths]
+    reports = [
+        EvalReport.model_validate(await evaluate_task(params.preset, params.overrides, dirs, path, label, params.harnesses, params.k))
+        for path, label in zip(params.model_paths, labels, strict=True)
+    ]
+    return await publish_evaluation(reports)
+
+
+async def publish_evaluation(reports: list) -> dict:
+    """Tables + radar chart of evaluation reports; returns them as plain data."""
+    from openforge.settings import get_settings
+    from training.workflows.evaluate import compare_png, summary_rows
+
+    rows = summary_rows(reports)
+    await publish_table("evaluation", rows, "pass@k / pass^k per checkpoint and harness")
+    caps = [{"checkpoint": r.label, **{k: round(v, 3) for k, v in r.capabilities.items()}} for r in reports]
+    await publish_table("behaviour", caps, "Behavioural capabilities per checkpoint")
+    usage = [{"checkpoint": r.label, "tool": t, "calls": n} for r in reports for t, n in r.tool_usage.items()]
+    await publish_table("tool-usage", usage, "Tool calls per tool")
+    radar = compare_png(reports, get_settings().runs_dir / "evaluation" / f"radar-{'-vs-'.join(r.label for r in reports)}.png")
+    await publish_markdown("evaluation-report", "# Evaluation\n\n" + rows_markdown(rows) + "\n" + rows_markdown(caps) + "\n"
+                     + png_markdown(radar, "capabilities radar"), "Evaluation report")
+    return {"rows": rows, "capabilities": caps, "radar_png": str(radar), "reports": [r.model_dump(mode="json") for r in reports]}

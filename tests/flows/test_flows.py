@@ -1,0 +1,55 @@
+"""The Prefect flows on tiny settings, under one session-scoped prefect_test_harness."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from flows.params import PipelineParams, SynthesizeParams
+
+
+async def _artifact_keys() -> set[str]:
+    from prefect.client.orchestration import get_client
+
+    async with get_client() as client:
+        return {a.key for a in await client.read_artifacts() if a.key}
+
+
+def test_synthesize_flow_verifies_tasks_and_publishes_tables(prefect_harness, openforge_home: Path) -> None:
+    from flows.synthesize import synthesize_flow
+
+    report = asyncio.run(synthesize_flow(SynthesizeParams(domain="claw", n=2, seed=11)))
+    assert report["tasks"].get("verified", 0) >= 2
+    assert all(Path(d, "tests", "test.sh").is_file() for d in report["verified_dirs"])
+    assert {"synthesis-stages", "synthesis-tasks"} <= asyncio.run(_artifact_keys())
+
+
+def test_flows_reject_an_empty_bank_with_a_clear_error(prefect_harness, openforge_home: Path) -> None:
+    from flows.params import RLParams
+    from flows.training import rl_flow
+
+    with pytest.raises(ValueError, match="no verified tasks with domain='claw' purpose='rl'"):
+        asyncio.run(rl_flow(RLParams(preset="local", domain="claw", steps=1)))
+
+
+@pytest.mark.slow
+def test_pipeline_flow_runs_every_stage_on_a_tiny_policy(prefect_harness, openforge_home: Path, tiny_policy: Path) -> None:
+    from flows.pipeline import pipeline_flow
+
+    overrides = {"rollout.concurrency": 4, "rollout.timeout_sec": 240, "harness_options.max_steps": 3,
+                 "rollout.max_tokens": 24, "train.group_size": 2, "train.train_batch_size": 1,
+                 "sft.epochs": 1, "train.max_prompt_length": 4096}
+    summary = asyncio.run(pipeline_flow(PipelineParams(preset="local", n_rl_tasks=1, n_sft_tasks=1, eval_tasks=1,
+                                                       rl_steps=1, seed=3, overrides=overrides)))
+    assert summary["distill"]["rollouts"] == 3
+    assert summary["distill"]["kept_trajectories"] == 1, "the oracle teacher solves its task"
+    assert summary["sft"]["examples"] >= 1
+    assert Path(summary["sft"]["checkpoint"], "config.json").is_file()
+    assert [s["step"] for s in summary["rl"]["steps"]] == [1]
+    assert Path(summary["rl"]["checkpoint"], "config.json").is_file()
+    assert set(summary["eval_mean_reward"]) == {"base", "sft", "sft+rl"}
+    assert Path(summary["radar_png"]).stat().st_size > 1000
+    keys = asyncio.run(_artifact_keys())
+    assert {"pipeline-summary", "pipeline-report", "evaluation", "behaviour", "tool-usage"} <= keys

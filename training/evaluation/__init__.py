@@ -1,0 +1,1 @@
+"""Evaluation: pass@k / pass^k per harness, and behaviour analysis of recorded trajectories."""

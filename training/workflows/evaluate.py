@@ -1,0 +1,121 @@
+"""Evaluation of a checkpoint: pass@k / pass^k per harness and behaviour analysis."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from environments.taskdir import TaskDir
+from openforge.presets import Preset
+from training.evaluation.behaviour import Trajectory as BehaviourTrajectory
+from training.evaluation.behaviour import capabilities, tool_usage
+from training.evaluation.passk import Outcome, score
+from training.workflows.common import harness_options, local_engine, outcome_counts
+from training.workflows.service import RolloutService
+
+
+class HarnessEval(BaseModel):
+    harness: str
+    tasks: int
+    samples: int
+    mean_reward: float
+    pass_at: dict[int, float]
+    pass_hat: dict[int, float]
+    outcomes: dict[str, int]
+
+
+class EvalReport(BaseModel):
+    label: str
+    model: str | None
+    harnesses: list[HarnessEval]
+    capabilities: dict[str, float]
+    tool_usage: dict[str, int]
+    per_task_reward: dict[str, float]
+    seconds: float
+
+    @property
+    def mean_reward(self) -> float:
+        return sum(h.mean_reward for h in self.harnesses) / len(self.harnesses) if self.harnesses else 0.0
+
+
+def _tool_names(task: TaskDir) -> list[str]:
+    if not task.tools_file.is_file():
+        return []
+    data = json.loads(task.tools_file.read_text(encoding="utf-8"))
+    tools = data.get("tools", []) if isinstance(data, dict) else data
+    return [t["name"] for t in tools if isinstance(t, dict) and "name" in t]
+
+
+async def evaluate(
+    preset: Preset,
+    tasks: Sequence[TaskDir],
+    *,
+    model_path: str | Path | None = None,
+    harnesses: Sequence[str] = ("react",),
+    k: int = 1,
+    n: int | None = None,
+    label: str = "model",
+    run_id: str | None = None,
+) -> EvalReport:
+    """``n`` (default ``k``) rollouts per task and harness with the local engine."""
+    t0 = time.perf_counter()
+    n = max(n or k, k)
+    engine = local_engine(preset, model_path)
+    outcomes: list[Outcome] = []
+    trajectories: list[BehaviourTrajectory] = []
+    per_harness_outcomes: dict[str, dict[str, int]] = {}
+    tools_by_task = {t.id: _tool_names(t) for t in tasks}
+    try:
+        for harness in harnesses:
+            async with RolloutService(
+                engine, backend=preset.rollout.backend, harness=harness, concurrency=preset.rollout.concurrency,
+                timeout_sec=preset.rollout.timeout_sec, harness_options=harness_options(preset),
+                run_id=run_id or f"eval-{label}-{int(time.time())}",
+            ) as service:
+                results = await service.run_groups(tasks, n, role="eval", tag=harness)
+                calls = service.calls_of(results)
+            per_harness_outcomes[harness] = outcome_counts(results)
+            for r in results:
+                outcomes.append(Outcome(r.task_id or "?", harness, (r.reward or 0.0) if r.trainable else None))
+                if r.trainable:
+                    trajectories.append(BehaviourTrajectory(r.task_id or "?", r.reward or 0.0, calls.get(r.rollout_id, []),
+                                                            tools_by_task.get(r.task_id or "", [])))
+    finally:
+        await engine.aclose()
+    table = [
+        HarnessEval(harness=s.harness, tasks=s.tasks, samples=s.samples, mean_reward=s.mean_reward, pass_at=s.pass_at,
+                    pass_hat=s.pass_hat, outcomes=per_harness_outcomes.get(s.harness, {}))
+        for s in score(outcomes, ks=range(1, k + 1))
+    ]
+    per_task: dict[str, list[float]] = {}
+    for o in outcomes:
+        if o.reward is not None:
+            per_task.setdefault(o.task_id, []).append(o.reward)
+    return EvalReport(
+        label=label, model=str(model_path) if model_path else None, harnesses=table,
+        capabilities=capabilities(trajectories), tool_usage=dict(tool_usage(trajectories).most_common()),
+        per_task_reward={t: sum(v) / len(v) for t, v in sorted(per_task.items())}, seconds=time.perf_counter() - t0,
+    )
+
+
+def compare_png(reports: Sequence[EvalReport], path: str | Path) -> Path:
+    """Radar chart of the five capabilities for several evaluated checkpoints."""
+    from training.evaluation.behaviour import radar_png  # noqa: PLC0415
+
+    return radar_png({r.label: r.capabilities for r in reports}, path, title="Behaviour: capabilities")
+
+
+def summary_rows(reports: Sequence[EvalReport]) -> list[dict[str, Any]]:
+    rows = []
+    for r in reports:
+        for h in r.harnesses:
+            rows.append({"checkpoint": r.label, "harness": h.harness, "tasks": h.tasks, "samples": h.samples,
+                         "mean_reward": round(h.mean_reward, 4),
+                         **{f"pass@{k}": round(v, 4) for k, v in h.pass_at.items()},
+                         **{f"pass^{k}": round(v, 4) for k, v in h.pass_hat.items()}})
+    return rows
