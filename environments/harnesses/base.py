@@ -1,0 +1,186 @@
+"""The harness adapter protocol: what a harness needs to know about a rollout
+(:class:`HarnessContext`) and how an adapter turns that into a process to launch
+(:class:`Harness` → :class:`LaunchPlan`).
+
+An adapter is small and declarative: an install hint, the config files to write, the
+command line and the environment. The runner (environments/runner) launches the plan,
+enforces the agent timeout and classifies the exit.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from environments.harnesses.binaries import find_binary
+
+log = logging.getLogger(__name__)
+
+#: A harness may write this JSON file into its log dir to report a model-caused failure:
+#: ``{"status": "policy_error"|"infra_error", "error_kind": "...", "error": "..."}``.
+OUTCOME_FILE = "openforge-outcome.json"
+
+#: Env var holding the base URL of the task's mock services (claw family), if any.
+SERVICES_URL_ENV = "CLAW_URL"
+
+
+class HarnessMissing(RuntimeError):
+    """The harness binary (or script) is not installed here: an infra error, not the model's."""
+
+
+class HarnessConfigError(ValueError):
+    """The harness options are unusable (e.g. ``command`` without a template)."""
+
+
+@dataclass
+class HarnessContext:
+    """Everything an adapter may use to configure one rollout."""
+
+    instruction: str
+    task_dir: Path
+    workspace: Path
+    logs_dir: Path  # this harness's log dir (``<logs>/agent``)
+    home: Path  # scratch HOME for the harness's own state (config dirs, caches)
+    base_url: str | None = None  # proxy base URL, ends in /v1
+    token: str | None = None
+    model: str = "policy"
+    options: dict[str, Any] = field(default_factory=dict)
+    solution_dir: Path | None = None
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    services_url: str | None = None
+    skills: dict[str, str] = field(default_factory=dict)  # skill name -> SKILL.md text
+    env: dict[str, str] = field(default_factory=dict)  # sandbox env the runner exports
+
+    @property
+    def api_key(self) -> str:
+        """The credential a harness sends: the rollout token (never a real API key)."""
+        return self.token or "openforge-no-token"
+
+    @property
+    def base_url_or_default(self) -> str:
+        return (self.base_url or "http://127.0.0.1:9/v1").rstrip("/")
+
+    @property
+    def anthropic_base_url(self) -> str:
+        """Anthropic clients append ``/v1/messages`` themselves: the base URL minus ``/v1``."""
+        url = self.base_url_or_default
+        return url.removesuffix("/v1")
+
+    def prompt(self, skills_location: str | None = None) -> str:
+        """The instruction, plus a pointer to the tool skills when the harness reads them."""
+        if not self.skills or skills_location is None:
+            return self.instruction
+        names = ", ".join(sorted(self.skills))
+        return (
+            f"{self.instruction.rstrip()}\n\n"
+            f"Tools for this task ({names}) are HTTP services you call from the shell; "
+            f"read the SKILL.md files under {skills_location} to learn how."
+        )
+
+
+@dataclass
+class LaunchPlan:
+    """A process to start: argv, extra env, cwd and the files written before it starts."""
+
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: Path | None = None
+    files: list[Path] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Harness:
+    """Base adapter: subclasses override :meth:`command`, and optionally :meth:`files`,
+    :meth:`env`, :meth:`skills_dir` (where SKILL.md files go; None = harness has native tools)."""
+
+    name: str
+    description: str = ""
+    install_hint: str = ""
+    binary: str | None = None  # key for binaries.find_binary, checked before launch
+    uses_model: bool = True
+    tested: bool = True
+
+    # -- declarative parts -------------------------------------------------------------
+    def files(self, ctx: HarnessContext) -> dict[Path, str]:
+        """Config files to write (absolute path → text) before the harness starts."""
+        return {}
+
+    def command(self, ctx: HarnessContext) -> list[str]:
+        raise NotImplementedError
+
+    def env(self, ctx: HarnessContext) -> dict[str, str]:
+        return {}
+
+    def skills_dir(self, ctx: HarnessContext) -> Path | None:
+        """Where this harness looks for SKILL.md folders, or None if it registers tools itself."""
+        return None
+
+    # -- shared machinery --------------------------------------------------------------
+    def resolve_binary(self) -> Path:
+        if self.binary is None:
+            raise HarnessMissing(f"harness {self.name!r} names no binary")
+        found = find_binary(self.binary)
+        if found is None:
+            hint = f" ({self.install_hint})" if self.install_hint else ""
+            raise HarnessMissing(f"harness {self.name!r}: binary {self.binary!r} not found{hint}")
+        return found
+
+    def plan(self, ctx: HarnessContext) -> LaunchPlan:
+        """Write config + skill files and return the process to launch."""
+        written: list[Path] = []
+        skills_at = self.skills_dir(ctx)
+        if skills_at is not None:
+            written += write_skills(skills_at, ctx.skills)
+        for path, text in self.files(ctx).items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            written.append(path)
+        argv = self.command(ctx)
+        env = {"HOME": str(ctx.home), **ctx.env, **self.env(ctx)}
+        return LaunchPlan(argv=argv, env=env, cwd=ctx.workspace, files=written)
+
+
+def write_skills(root: Path, skills: dict[str, str]) -> list[Path]:
+    """Write one ``<root>/<name>/SKILL.md`` per skill; returns the paths written."""
+    out: list[Path] = []
+    for name, text in skills.items():
+        path = root / name / "SKILL.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        out.append(path)
+    return out
+
+
+def load_tools_file(path: Path) -> list[dict[str, Any]]:
+    """Tool entries of a task's tools.json (a list, or ``{"tools": [...]}``); [] when absent."""
+    if not path.is_file():
+        return []
+    data = json.loads(path.read_text(encoding="utf-8"))
+    tools = data.get("tools", []) if isinstance(data, dict) else data
+    return [t for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)]
+
+
+def python_executable() -> str:
+    """The interpreter running the runner (has the ``environments`` package importable)."""
+    return sys.executable or "python3"
+
+
+def package_root() -> Path:
+    """The directory holding the ``environments`` package (for PYTHONPATH of children)."""
+    return Path(__file__).resolve().parents[2]
+
+
+def pythonpath_with_package() -> str:
+    parts = [str(package_root())]
+    if os.environ.get("PYTHONPATH"):
+        parts.append(os.environ["PYTHONPATH"])
+    return os.pathsep.join(parts)
+
+
+def dump_json(data: Any) -> str:
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"

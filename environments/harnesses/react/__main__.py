@@ -1,0 +1,66 @@
+"""CLI of the react harness (what the ``react`` adapter launches inside the sandbox).
+
+Exit 0 when the episode ran (finished, step limit, or a policy error written to the outcome
+file), 1 on an engine/infra failure (also written to the outcome file), 2 on bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+
+from environments.harnesses.base import OUTCOME_FILE, SERVICES_URL_ENV
+from environments.harnesses.react.loop import ReactConfig, run_react
+from environments.harnesses.react.tools import load_tools_file
+
+log = logging.getLogger("environments.harnesses.react")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m environments.harnesses.react")
+    p.add_argument("--instruction-file", type=Path, required=True)
+    p.add_argument("--tools-file", type=Path)
+    p.add_argument("--base-url", default=os.environ.get("OPENAI_BASE_URL", ""))
+    p.add_argument("--model", default="policy")
+    p.add_argument("--workspace", type=Path, default=Path.cwd())
+    p.add_argument("--log-dir", type=Path, default=Path("logs/agent"))
+    p.add_argument("--services-url", default=os.environ.get(SERVICES_URL_ENV))
+    p.add_argument("--mode", choices=("auto", "native", "text"), default="auto")
+    p.add_argument("--max-steps", type=int, default=30)
+    p.add_argument("--bash-timeout", type=float, default=120.0)
+    p.add_argument("--max-tokens", type=int)
+    p.add_argument("--temperature", type=float)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="react %(levelname)s %(message)s")
+    args = _parser().parse_args(argv)
+    if not args.base_url:
+        log.error("react: no --base-url (or OPENAI_BASE_URL) given")
+        return 2
+    cfg = ReactConfig(
+        instruction=args.instruction_file.read_text(encoding="utf-8"),
+        base_url=args.base_url, model=args.model, workspace=args.workspace.resolve(),
+        log_dir=args.log_dir, api_key=os.environ.get("OPENAI_API_KEY", "openforge-no-token"),
+        tools=load_tools_file(args.tools_file) if args.tools_file else [],
+        services_url=args.services_url, mode=args.mode, max_steps=args.max_steps,
+        bash_timeout=args.bash_timeout, max_tokens=args.max_tokens, temperature=args.temperature,
+    )
+    result = asyncio.run(run_react(cfg))
+    log.info("react: %s after %d steps (%d calls, %d malformed)", result.status, result.steps,
+                 result.n_calls, result.malformed)
+    if result.status in ("policy_error", "infra_error"):
+        args.log_dir.mkdir(parents=True, exist_ok=True)
+        (args.log_dir / OUTCOME_FILE).write_text(json.dumps(
+            {"status": result.status, "error_kind": result.error_kind, "error": result.error}), encoding="utf-8")
+    return 1 if result.status == "infra_error" else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

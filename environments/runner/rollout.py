@@ -1,0 +1,221 @@
+"""One rollout inside a sandbox (docs/CONTRACTS.md): services → harness → agent_done →
+tests → verifier → report. Returns a :class:`RunnerReport`; never raises for task, harness,
+service or verifier failures (they become outcomes), and always stops what it started.
+
+Timings (seconds): ``services`` (start + health), ``agent``, ``wait_tests``, ``verifier``,
+``total``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import time
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from environments.harnesses import (
+    OUTCOME_FILE,
+    SERVICES_URL_ENV,
+    HarnessConfigError,
+    HarnessContext,
+    HarnessMissing,
+    UnknownHarness,
+    get_harness,
+)
+from environments.harnesses.base import load_tools_file, package_root
+from environments.records import ErrorKind, Outcome, RunnerReport
+from environments.runner.classify import classify_exit
+from environments.runner.options import RunnerOptions
+from environments.runner.procs import run_process, tail
+from environments.runner.services import ServiceError, ServiceGroup
+from environments.runner.verifier import VerifierError, run_verifier, wait_for_tests
+from environments.taskdir.model import TaskConfig, normalize_raw
+
+log = logging.getLogger(__name__)
+
+PHASE_PREFIX = "OPENFORGE_PHASE "
+
+
+class _Stop(Exception):
+    """Ends the rollout early with the given outcome."""
+
+    def __init__(self, status: Outcome, kind: ErrorKind | str, error: str) -> None:
+        super().__init__(error)
+        self.status = status
+        self.kind = kind.value if isinstance(kind, ErrorKind) else kind
+        self.error = error
+
+
+def read_task_config(task_dir: Path) -> TaskConfig:
+    """task.toml of a sandbox's ``task/`` (which has no tests/ or solution/ to validate)."""
+    path = task_dir / "task.toml"
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        return TaskConfig.model_validate(normalize_raw(raw, task_dir.name))
+    except (OSError, ValueError) as exc:
+        raise _Stop(Outcome.infra_error, ErrorKind.start_failed, f"{path}: {exc}".splitlines()[0]) from None
+
+
+#: Credentials that must never reach a harness (DESIGN §5: the rollout token is the sandbox's
+#: only credential). Matters in the plain-process fallback, which inherits the host env.
+_SECRET_NAMES = {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENROUTER_API_KEY",
+                 "GEMINI_API_KEY", "GOOGLE_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "GITHUB_TOKEN",
+                 "GH_TOKEN", "OPENFORGE_ADMIN_KEY", "OPENFORGE_DB", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+                 "AZURE_OPENAI_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN", "KUBECONFIG", "PREFECT_API_KEY"}
+_SECRET_SUFFIXES = ("_API_KEY", "_SECRET", "_SECRET_KEY", "_PASSWORD", "_ACCESS_TOKEN", "_AUTH_TOKEN")
+
+
+def _is_secret(name: str) -> bool:
+    upper = name.upper()
+    return upper in _SECRET_NAMES or upper.endswith(_SECRET_SUFFIXES)
+
+
+def sandbox_env(opts: RunnerOptions) -> dict[str, str]:
+    """The environment harness, services and verifier see: the runner's own, minus host
+    credentials, plus the sandbox paths (the adapters add the rollout token themselves)."""
+    env = {k: v for k, v in os.environ.items() if not _is_secret(k)}
+    root = str(package_root())
+    env["PYTHONPATH"] = os.pathsep.join([root, *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])])
+    env.update(LOGS_DIR=str(opts.logs_dir), WORKSPACE=str(opts.workspace), TESTS_DIR=str(opts.tests_dir),
+               OPENFORGE_MODEL=opts.model)
+    if opts.base_url:
+        env["OPENFORGE_BASE_URL"] = opts.base_url
+    return env
+
+
+def load_skills(services: list[str]) -> dict[str, str]:
+    """One SKILL.md per service from the claw family (empty when it is unavailable)."""
+    if not services:
+        return {}
+    try:
+        from environments.claw.skills import skill_md
+    except ImportError:
+        log.warning("environments.claw.skills not importable: no SKILL.md files for %s", services)
+        return {}
+    out: dict[str, str] = {}
+    for svc in services:
+        try:
+            out[f"claw-{svc}"] = skill_md(svc)
+        except Exception as exc:  # noqa: BLE001 - a missing skill must not sink the rollout
+            log.warning("no SKILL.md for service %s: %s", svc, exc)
+    return out
+
+
+def _print_phase(line: str) -> None:
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+async def run_rollout(opts: RunnerOptions, emit: Callable[[str], None] = _print_phase) -> RunnerReport:
+    """Run one rollout; ``emit`` receives the ``OPENFORGE_PHASE ...`` lines."""
+    start = time.monotonic()
+    timings: dict[str, float] = {}
+    report = RunnerReport(status=Outcome.ok, harness=opts.harness, timings=timings)
+    group: ServiceGroup | None = None
+    home: Path | None = None
+    agent_log = opts.logs_dir / "agent" / "harness.log"
+    try:
+        cfg = read_task_config(opts.task_dir)
+        try:
+            harness = get_harness(opts.harness)
+        except UnknownHarness as exc:
+            raise _Stop(Outcome.infra_error, ErrorKind.harness_missing, str(exc)) from None
+        agent_timeout = opts.agent_timeout or cfg.agent.timeout_sec
+        verifier_timeout = opts.verifier_timeout or cfg.verifier.timeout_sec
+        for d in (opts.workspace, opts.logs_dir / "agent", opts.logs_dir / "verifier"):
+            d.mkdir(parents=True, exist_ok=True)
+        env = sandbox_env(opts)
+        services = list(cfg.metadata.services)
+        services_url: str | None = None
+
+        if services:
+            t = time.monotonic()
+            fixtures = opts.task_dir / "environment" / "fixtures"
+            group = ServiceGroup(services, fixtures, python=sys.executable, env=env, cwd=opts.workspace,
+                                 log_path=opts.logs_dir / "services.log", timeout=opts.service_timeout)
+            try:
+                services_url = await group.start()
+            except ServiceError as exc:
+                raise _Stop(Outcome.infra_error, ErrorKind.service_failed, str(exc)) from None
+            finally:
+                timings["services"] = round(time.monotonic() - t, 3)
+            env[SERVICES_URL_ENV] = services_url
+            env["CLAW_PORT"] = services_url.rsplit(":", 1)[-1]
+
+        # -- agent ---------------------------------------------------------------------
+        home = Path(tempfile.mkdtemp(prefix="openforge-harness-home-"))
+        ctx = HarnessContext(
+            instruction=(opts.task_dir / "instruction.md").read_text(encoding="utf-8"),
+            task_dir=opts.task_dir, workspace=opts.workspace, logs_dir=opts.logs_dir / "agent", home=home,
+            base_url=opts.base_url, token=opts.token, model=opts.model, options=opts.harness_options,
+            solution_dir=opts.solution_dir, tools=load_tools_file(opts.task_dir / "environment" / "tools.json"),
+            services_url=services_url, skills=load_skills(services), env={},
+        )
+        try:
+            plan = harness.plan(ctx)
+        except HarnessMissing as exc:
+            raise _Stop(Outcome.infra_error, ErrorKind.harness_missing, str(exc)) from None
+        except HarnessConfigError as exc:
+            raise _Stop(Outcome.infra_error, ErrorKind.start_failed, str(exc)) from None
+        if harness.uses_model and not opts.base_url:
+            log.warning("harness %s runs without a base URL (no proxy given)", harness.name)
+        log.info("harness %s: %s", harness.name, plan.argv[:3])
+        try:
+            result = await run_process(plan.argv, env={**env, **plan.env}, cwd=plan.cwd or opts.workspace,
+                                       log_path=agent_log, timeout=agent_timeout)
+        except OSError as exc:  # exec failed: binary vanished, not executable, ...
+            raise _Stop(Outcome.infra_error, ErrorKind.harness_crash, f"harness {harness.name}: {exc}") from None
+        timings["agent"] = round(result.seconds, 3)
+        verdict = classify_exit(harness.name, result.returncode, result.timed_out, tail(agent_log, 20_000),
+                                opts.logs_dir / "agent" / OUTCOME_FILE)
+        if not verdict.proceed:
+            raise _Stop(verdict.status, verdict.error_kind or ErrorKind.harness_crash, verdict.error or "")
+        if result.timed_out:
+            report.error = f"agent timed out after {agent_timeout:g}s; workspace verified as left"
+
+        # -- verifier ------------------------------------------------------------------
+        emit(PHASE_PREFIX + "agent_done")
+        try:
+            timings["wait_tests"] = round(await wait_for_tests(opts.tests_dir, verifier_timeout), 3)
+            t = time.monotonic()
+            try:
+                v = await run_verifier(opts.tests_dir, env=env, cwd=opts.workspace,
+                                       verifier_logs=opts.logs_dir / "verifier", timeout=verifier_timeout)
+            finally:
+                timings["verifier"] = round(time.monotonic() - t, 3)
+        except VerifierError as exc:
+            raise _Stop(Outcome.infra_error, ErrorKind.verifier_error, str(exc)) from None
+        report.reward = v.reward
+        report.checks = v.checks
+    except _Stop as stop:
+        report.status, report.error_kind, report.error = stop.status, stop.kind, stop.error
+        report.reward = 0.0 if stop.status == Outcome.policy_error else None
+        report.logs = tail(agent_log, 2000) or None
+    except Exception as exc:
+        log.exception("runner failed")
+        report.status, report.error_kind = Outcome.infra_error, ErrorKind.start_failed.value
+        report.error, report.reward = f"runner error: {type(exc).__name__}: {exc}", None
+    finally:
+        if group is not None:
+            await group.stop()
+        if home is not None:
+            shutil.rmtree(home, ignore_errors=True)
+        timings["total"] = round(time.monotonic() - start, 3)
+        report.timings = timings
+    return report
+
+
+def report_line(report: RunnerReport) -> str:
+    from environments.records import RUNNER_REPORT_PREFIX
+
+    return RUNNER_REPORT_PREFIX + report.model_dump_json()
+
+
+def as_dict(report: RunnerReport) -> dict[str, Any]:
+    return report.model_dump(mode="json")
