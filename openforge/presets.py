@@ -1,0 +1,193 @@
+"""Named training presets: typed ``[train]``, ``[rollout]``, ``[engine]`` and ``[sft]`` sections.
+
+A preset is a TOML file under ``configs/`` (``local``, ``claw``, ``computer-use``,
+``browser-use``) or any path to a TOML file. :func:`load_preset` reads it, applies
+overrides (dotted keys such as ``{"train.lr": 1e-5}`` or nested dicts) and validates it
+into a :class:`Preset`. The known sections reject unknown keys so a typo fails loudly;
+other rooms may add their own sections (``[synthesis]``, ``[eval]`` ...), which are kept
+as plain dicts in ``Preset.model_extra`` (see :meth:`Preset.section`).
+"""
+
+from __future__ import annotations
+
+import copy
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+#: Folder holding the named presets (the repository's ``configs/``).
+CONFIGS_DIR = Path(__file__).resolve().parent.parent / "configs"
+
+
+class PresetError(ValueError):
+    """A preset could not be found, parsed or validated (the message names the file/field)."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class TrainConfig(_Section):
+    """Optimiser and loss settings shared by the local and veRL trainers."""
+
+    algorithm: Literal["grpo", "sft"] = "grpo"
+    lr: float = Field(1e-6, gt=0)
+    weight_decay: float = Field(0.0, ge=0)
+    adam_betas: tuple[float, float] = (0.9, 0.999)
+    warmup_steps: int = Field(0, ge=0)
+    # Batch sizes: task groups per RL step, samples per forward pass.
+    train_batch_size: int = Field(8, ge=1, description="Task groups (prompts) per optimiser step.")
+    micro_batch_size: int = Field(4, ge=1, description="Sequences per forward/backward pass.")
+    grad_accum_steps: int = Field(1, ge=1, description="Optimiser steps split into this many passes.")
+    ppo_epochs: int = Field(1, ge=1, description="Passes over one step's samples.")
+    group_size: int = Field(8, ge=1, description="G: rollouts per task in a GRPO group.")
+    gamma: float = Field(1.0, gt=0, le=1, description="Discount: r_t = gamma^(T-t) * r_T.")
+    adv_eps: float = Field(1e-6, gt=0, description="epsilon in (R - mean) / (std + epsilon).")
+    norm_adv_by_std: bool = True
+    clip_eps_low: float = Field(0.2, ge=0)
+    clip_eps_high: float = Field(0.28, ge=0)
+    dual_clip_c: float | None = Field(3.0, gt=1, description="Dual-clip bound for A<0; None disables.")
+    kl_coef: float = Field(0.0, ge=0, description="beta of the k3 KL to the frozen reference.")
+    loss_norm: Literal["per_rollout", "per_token"] = "per_rollout"
+    max_grad_norm: float = Field(1.0, gt=0)
+    steps: int = Field(100, ge=1)
+    max_prompt_length: int = Field(4096, ge=1)
+    max_response_length: int = Field(1024, ge=1)
+    drop_zero_variance_groups: bool = True
+    gradient_checkpointing: bool = False
+    checkpoint_dir: str | None = Field(None, description="Default: <OPENFORGE_HOME>/runs/<run_id>/checkpoints.")
+    save_every: int = Field(0, ge=0, description="Save a checkpoint every N steps (0: only at the end).")
+    seed: int = 0
+
+
+class RolloutConfig(_Section):
+    """How rollouts are run for training (the orchestrator reads this section)."""
+
+    harness: str = "react"
+    backend: Literal["local", "docker", "kubernetes"] = "local"
+    concurrency: int = Field(8, ge=1)
+    timeout_sec: float = Field(600.0, gt=0)
+    group_size: int | None = Field(None, ge=1, description="Defaults to train.group_size.")
+    refill: bool = Field(True, description="Replace infra_error/timeout rollouts with fresh ones.")
+    max_refills: int = Field(2, ge=0, description="Refills per group before giving up on it.")
+    temperature: float = Field(1.0, ge=0)
+    top_p: float = Field(1.0, gt=0, le=1)
+    max_tokens: int = Field(1024, ge=1, description="Per model call.")
+
+
+class EngineConfig(_Section):
+    """Which policy engine serves rollouts."""
+
+    kind: Literal["local", "vllm", "url"] = "local"
+    model_path: str | None = Field(None, description="HF folder or hub id; None: the default model.")
+    url: str | None = Field(None, description="Base URL for kind = vllm (attach) or url.")
+    max_batch: int = Field(8, ge=1, description="Concurrent sequences per forward (local engine).")
+    device: str = "cpu"
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    tensor_parallel_size: int = Field(1, ge=1)
+    gpu_memory_utilization: float = Field(0.6, gt=0, le=1)
+
+
+class SftConfig(_Section):
+    """Distillation (teacher rollouts) and the paper's SFT data filters."""
+
+    teacher_rollouts: int = Field(3, ge=1, description="N rollouts of the teacher per SFT task.")
+    success_threshold: float = Field(1.0, description="Reward at or above which a rollout succeeded.")
+    max_identical_run: int = Field(3, ge=1, description="A run longer than this keeps only its last action.")
+    max_identical_actions: int = Field(5, ge=1, description="More identical actions than this drops it.")
+    shortest_per_task: bool = True
+    lr: float = Field(1e-5, gt=0)
+    epochs: int = Field(1, ge=1)
+    batch_size: int = Field(4, ge=1)
+    max_length: int = Field(4096, ge=1)
+
+
+class Preset(BaseModel):
+    """A whole preset. Unknown top-level sections are allowed (other rooms' settings)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str = "custom"
+    description: str = ""
+    source: str | None = Field(None, description="Where the hyper-parameters come from.")
+    train: TrainConfig = Field(default_factory=TrainConfig)
+    rollout: RolloutConfig = Field(default_factory=RolloutConfig)
+    engine: EngineConfig = Field(default_factory=EngineConfig)
+    sft: SftConfig = Field(default_factory=SftConfig)
+
+    @model_validator(mode="after")
+    def _group_sizes_agree(self) -> Preset:
+        if self.rollout.group_size is None:
+            self.rollout.group_size = self.train.group_size
+        elif self.rollout.group_size != self.train.group_size:
+            raise ValueError(
+                f"rollout.group_size ({self.rollout.group_size}) != train.group_size "
+                f"({self.train.group_size}); set one of them"
+            )
+        return self
+
+    def section(self, name: str) -> dict[str, Any]:
+        """An extra section (e.g. ``synthesis``) as a dict; ``{}`` when absent."""
+        value = (self.model_extra or {}).get(name, {})
+        return dict(value) if isinstance(value, dict) else {}
+
+
+def list_presets(configs_dir: Path = CONFIGS_DIR) -> list[str]:
+    """Names of the presets shipped under ``configs/``."""
+    return sorted(p.stem for p in configs_dir.glob("*.toml"))
+
+
+def preset_path(name_or_path: str | Path, configs_dir: Path = CONFIGS_DIR) -> Path:
+    """Resolve a preset name (``claw``) or a TOML path to a file path."""
+    candidate = Path(name_or_path)
+    if candidate.suffix == ".toml" or candidate.exists():
+        if not candidate.is_file():
+            raise PresetError(f"{candidate}: preset file not found")
+        return candidate
+    named = configs_dir / f"{name_or_path}.toml"
+    if not named.is_file():
+        raise PresetError(
+            f"unknown preset {str(name_or_path)!r}: no {named} (known: {', '.join(list_presets(configs_dir))})"
+        )
+    return named
+
+
+def apply_overrides(data: dict[str, Any], overrides: dict[str, Any] | None) -> dict[str, Any]:
+    """Deep-merge ``overrides`` into a copy of ``data``; keys may be dotted (``train.lr``)."""
+    merged = copy.deepcopy(data)
+    for key, value in (overrides or {}).items():
+        parts = key.split(".")
+        node = merged
+        for part in parts[:-1]:
+            child = node.get(part)
+            if not isinstance(child, dict):
+                child = {}
+                node[part] = child
+            node = child
+        leaf = parts[-1]
+        if isinstance(value, dict) and isinstance(node.get(leaf), dict):
+            node[leaf] = apply_overrides(node[leaf], value)
+        else:
+            node[leaf] = copy.deepcopy(value)
+    return merged
+
+
+def load_preset(
+    name_or_path: str | Path, overrides: dict[str, Any] | None = None, *, configs_dir: Path = CONFIGS_DIR
+) -> Preset:
+    """Load a named preset or a TOML file, apply ``overrides`` and validate it."""
+    path = preset_path(name_or_path, configs_dir)
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise PresetError(f"{path}: invalid TOML: {exc}") from exc
+    data.setdefault("name", path.stem)
+    data = apply_overrides(data, overrides)
+    try:
+        return Preset.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "<root>"
+        raise PresetError(f"{path}: {where}: {first['msg']}") from exc

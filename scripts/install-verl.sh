@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Install veRL into the project's virtualenv without letting it move torch/transformers.
+#
+# A plain `pip install verl` downgrades transformers (FEASIBILITY.md), so veRL itself goes
+# in with --no-deps and its runtime needs are installed separately under constraints.txt.
+# Idempotent: re-running skips what is already importable.
+#
+# Usage: scripts/install-verl.sh [PYTHON]   (default: .venv/bin/python from the repo root)
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PY="${1:-$ROOT/.venv/bin/python}"
+CONSTRAINTS="$ROOT/constraints.txt"
+VERL_VERSION="${VERL_VERSION:-0.9.1}"
+# `datasets` is not in FEASIBILITY.md's list but verl.experimental.agent_loop imports it (seen 2026-11-29).
+DEPS=(ray tensordict torchdata hydra-core codetiming pylatexenc peft cachetools datasets)
+
+pip_install() {
+  "$PY" -m pip install --disable-pip-version-check -q -c "$CONSTRAINTS" "$@"
+}
+
+missing=()
+for mod in ray tensordict torchdata hydra codetiming pylatexenc peft cachetools datasets; do
+  "$PY" -c "import $mod" >/dev/null 2>&1 || missing+=("$mod")
+done
+if ((${#missing[@]})); then
+  echo "install-verl: installing deps (missing: ${missing[*]})"
+  pip_install "${DEPS[@]}"
+else
+  echo "install-verl: deps already present"
+fi
+
+if "$PY" -c "import verl, sys; sys.exit(0 if verl.__version__ == '$VERL_VERSION' else 1)" >/dev/null 2>&1; then
+  echo "install-verl: verl $VERL_VERSION already installed"
+else
+  echo "install-verl: installing verl==$VERL_VERSION (--no-deps)"
+  pip_install --no-deps "verl==$VERL_VERSION"
+fi
+
+"$PY" - <<'PY'
+import torch, transformers, verl
+from verl.trainer.ppo import core_algos  # noqa: F401
+from verl.experimental.agent_loop import AgentLoopBase  # noqa: F401
+print(f"install-verl: ok verl={verl.__version__} torch={torch.__version__} transformers={transformers.__version__}")
+PY

@@ -1,0 +1,181 @@
+"""LocalTrainer on a tiny random Llama: learning direction, accumulation, KL, SFT, checkpoints, DB."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from openforge.presets import TrainConfig
+from tests.training.trainers.conftest import make_tiny_llama
+from tests.training.trajectory.tiny import chat_call, rollout
+from training.trainers.local import LocalTrainer
+from training.trainers.local.batching import collate, response_logprobs
+from training.trajectory import assign_group_advantages, build_trajectory
+from training.trajectory.records import SftExample
+
+
+def _cfg(**kw) -> TrainConfig:  # noqa: ANN003
+    base = {"lr": 1e-2, "micro_batch_size": 4, "max_grad_norm": 1e6, "dual_clip_c": None}
+    base.update(kw)
+    return TrainConfig(**base)
+
+
+def _group(logprobs: bool = True):  # noqa: ANN202
+    """Two trajectories of one task: the one answering [5, 6] wins, [7, 8] loses."""
+    win = build_trajectory(rollout("win", reward=1.0), [chat_call(0, [1, 3, 4], [5, 6], logprobs=[-3.4, -3.4])])
+    lose = build_trajectory(rollout("lose", reward=0.0), [chat_call(0, [1, 3, 4], [7, 8], logprobs=[-3.4, -3.4])])
+    if not logprobs:  # an engine that returned no logprobs: the trainer uses the current policy's
+        for s in win.samples + lose.samples:
+            s.response_logprobs = None
+    samples, _ = assign_group_advantages([win, lose])
+    return samples
+
+
+def _seq_logprob(model, prompt, response) -> float:  # noqa: ANN001
+    with torch.no_grad():
+        batch = collate([prompt], [response], [[1] * len(response)], 0)
+        return float(response_logprobs(model, batch).sum())
+
+
+def test_grpo_steps_move_probability_towards_the_better_answer(tiny_llama) -> None:  # noqa: ANN001
+    trainer = LocalTrainer(tiny_llama, None, _cfg())
+    before_win = _seq_logprob(trainer.model, [1, 3, 4], [5, 6])
+    before_lose = _seq_logprob(trainer.model, [1, 3, 4], [7, 8])
+    for _ in range(5):
+        metrics = trainer.step(_group(logprobs=False))
+    assert _seq_logprob(trainer.model, [1, 3, 4], [5, 6]) > before_win + 0.5
+    assert _seq_logprob(trainer.model, [1, 3, 4], [7, 8]) < before_lose - 0.5
+    assert trainer.global_step == 5 and metrics["updated"] == 1.0
+    assert metrics["samples"] == 2 and metrics["tokens"] == 4
+
+
+def test_first_on_policy_step_has_unit_ratio_and_recorded_logprobs_are_used(tiny_llama) -> None:  # noqa: ANN001
+    on_policy = LocalTrainer(make_tiny_llama(), None, _cfg()).step(_group(logprobs=False))
+    assert on_policy["ratio_mean"] == pytest.approx(1.0, abs=1e-5)
+    assert on_policy["clipfrac"] == 0.0
+    recorded = LocalTrainer(make_tiny_llama(), None, _cfg()).step(_group(logprobs=True))
+    assert recorded["ratio_mean"] != pytest.approx(1.0, abs=1e-3)
+    assert recorded["logprob_diff"] > 0
+
+
+def test_micro_batch_split_does_not_change_loss_or_gradient() -> None:
+    samples = _group()
+    extra = build_trajectory(rollout("mid", reward=0.5), [chat_call(0, [1, 3], [9, 9, 9]), chat_call(1, [1, 3, 9, 9, 9, 4], [6])])
+    more, _ = assign_group_advantages([build_trajectory(rollout(r, reward=x, group_id="h"), [chat_call(0, [2], [3, 4, 5])]) for r, x in (("h1", 1.0), ("h2", 0.0))] + [extra, build_trajectory(rollout("h3", reward=0.0, group_id="g"), [chat_call(0, [4], [4])])])
+    batch = samples + more
+    one = LocalTrainer(make_tiny_llama(), None, _cfg(micro_batch_size=1)).step(batch)
+    many = LocalTrainer(make_tiny_llama(), None, _cfg(micro_batch_size=8)).step(batch)
+    assert one["loss"] == pytest.approx(many["loss"], rel=1e-4, abs=1e-6)
+    assert one["grad_norm"] == pytest.approx(many["grad_norm"], rel=1e-4)
+
+
+def test_gradient_accumulation_updates_every_n_calls() -> None:
+    trainer = LocalTrainer(make_tiny_llama(), None, _cfg(grad_accum_steps=2))
+    first = trainer.step(_group())
+    assert first["updated"] == 0.0 and trainer.global_step == 0
+    second = trainer.step(_group())
+    assert second["updated"] == 1.0 and trainer.global_step == 1
+
+
+def test_per_token_and_per_rollout_normalisation_differ_on_unequal_lengths() -> None:
+    long = build_trajectory(rollout("long", reward=1.0), [chat_call(i, [1, i + 3], [5, 6, 7, 8]) for i in range(3)])
+    short = build_trajectory(rollout("short", reward=0.0), [chat_call(0, [1, 3], [9])])
+    samples, _ = assign_group_advantages([long, short])
+    for s in samples:
+        s.response_logprobs = None  # on-policy: ratio 1
+    a = LocalTrainer(make_tiny_llama(), None, _cfg(loss_norm="per_rollout")).step(samples)
+    b = LocalTrainer(make_tiny_llama(), None, _cfg(loss_norm="per_token")).step(samples)
+    # per rollout: (−A + A)/2 = 0 at ratio 1; per token: (12·(−A) + 1·A)/13 < 0
+    assert a["pg_loss"] == pytest.approx(0.0, abs=1e-6)
+    assert b["pg_loss"] < -0.5
+
+
+def test_kl_to_frozen_reference_starts_at_zero_and_grows() -> None:
+    trainer = LocalTrainer(make_tiny_llama(), None, _cfg(kl_coef=0.1))
+    assert trainer.ref_model is not None and not any(p.requires_grad for p in trainer.ref_model.parameters())
+    first = trainer.step(_group(logprobs=False))
+    assert first["kl"] == pytest.approx(0.0, abs=1e-7)
+    second = trainer.step(_group(logprobs=False))
+    assert second["kl"] > 0
+
+
+def test_sft_step_lowers_nll_on_response_tokens_only() -> None:
+    trainer = LocalTrainer(make_tiny_llama(), None, _cfg(algorithm="sft", lr=5e-3))
+    example = SftExample(input_ids=[1, 3, 4, 5, 6, 7], loss_mask=[0, 0, 0, 1, 1, 1], rollout_id="r")
+    losses = [trainer.sft_step([example])["loss"] for _ in range(6)]
+    assert losses[-1] < losses[0] * 0.7
+    assert trainer.sft_step([example])["tokens"] == 3
+    with pytest.raises(ValueError, match="sft_step"):
+        trainer.step(_group())
+
+
+def test_checkpoint_is_hf_loadable(tmp_path: Path) -> None:
+    from transformers import AutoModelForCausalLM
+
+    from tests.training.trajectory.tiny import tiny_tokenizer
+
+    trainer = LocalTrainer(make_tiny_llama(), tiny_tokenizer(), _cfg(checkpoint_dir=str(tmp_path / "ckpt")))
+    trainer.step(_group())
+    out = trainer.save_checkpoint()
+    assert out == tmp_path / "ckpt" / "step-1"
+    loaded = AutoModelForCausalLM.from_pretrained(out)
+    for (name, a), b in zip(trainer.model.state_dict().items(), loaded.state_dict().values(), strict=True):
+        assert torch.equal(a, b), name
+    assert (out / "tokenizer.json").exists()
+    assert json.loads((out / "openforge-trainer.json").read_text())["step"] == 1
+
+
+def test_metrics_are_written_to_the_db(db_engine) -> None:  # noqa: ANN001
+    from sqlalchemy import select
+
+    from storage.db import session_scope
+    from storage.models import Run, RunMetric
+
+    trainer = LocalTrainer(make_tiny_llama(), None, _cfg(), db_engine=db_engine, run_id="run-1")
+    trainer.step(_group())
+    trainer.step(_group())
+    trainer.finish(summary={"note": "test"})
+    with session_scope(db_engine) as session:
+        run = session.get(Run, "run-1")
+        assert run.kind == "grpo-train" and run.status == "completed" and run.summary["steps"] == 2
+        rows = session.scalars(select(RunMetric).where(RunMetric.run_id == "run-1", RunMetric.name == "loss")).all()
+        assert sorted(r.step for r in rows) == [1, 2]
+
+
+def test_push_weights_updates_a_local_engine() -> None:
+    engine_mod = pytest.importorskip("training.engines.local.engine", reason="local engine not available")
+    from tests.training.trajectory.tiny import tiny_tokenizer
+
+    served = make_tiny_llama(seed=1)
+    engine = engine_mod.LocalEngine(model=served, tokenizer=tiny_tokenizer(), dtype=torch.float32)
+    try:
+        trainer = LocalTrainer(make_tiny_llama(seed=0), None, _cfg())
+        trainer.step(_group())
+        version_before = engine.policy_version
+        trainer.push_weights(engine)
+        assert engine.policy_version == version_before + 1
+        for (name, a), b in zip(trainer.model.state_dict().items(), engine.model.state_dict().values(), strict=True):
+            assert torch.equal(a, b), name
+    finally:
+        engine.close()
+
+
+def test_sft_train_config_takes_the_sft_section() -> None:
+    from openforge.presets import load_preset
+    from training.trainers.local import sft_train_config
+
+    preset = load_preset("local")
+    cfg = sft_train_config(preset)
+    assert cfg.algorithm == "sft" and cfg.lr == preset.sft.lr
+    assert cfg.max_prompt_length + cfg.max_response_length == preset.sft.max_length
+
+
+def test_ppo_epochs_update_once_per_pass_against_fixed_behaviour_logprobs() -> None:
+    trainer = LocalTrainer(make_tiny_llama(), None, _cfg(ppo_epochs=2))
+    metrics = trainer.step(_group(logprobs=False))
+    assert trainer.global_step == 2
+    # pass 1 is on-policy (ratio 1), pass 2 sees the updated policy against the same old logprobs
+    assert metrics["ratio_mean"] != pytest.approx(1.0, abs=1e-4)

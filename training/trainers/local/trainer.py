@@ -1,0 +1,301 @@
+"""LocalTrainer: GRPO and SFT steps on one device, HF checkpoints, metrics to the DB.
+
+One :meth:`LocalTrainer.step` consumes one RL batch of :class:`~training.trajectory.Sample`
+(advantages already set by :func:`training.trajectory.assign_group_advantages`):
+
+1. per-token weights from the loss normalisation (per rollout by default);
+2. behaviour logprobs: the engine's recorded ones, or — for samples without them — the
+   current policy's (then the step is on-policy for those samples, ratio = 1);
+3. for each of ``ppo_epochs`` passes, micro-batches of ``micro_batch_size`` sequences:
+   loss = Σ w·(clipped surrogate + β·k3 KL to the frozen reference), backward;
+4. after each pass, an AdamW update with gradient clipping — or, with
+   ``grad_accum_steps = N``, after every N passes (gradients of N calls accumulate).
+
+:meth:`sft_step` is the same loop with the NLL of the learned tokens. After an update,
+:meth:`push_weights` hands the new weights to a local engine (``engine.update_weights``).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import random
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from openforge.presets import Preset, TrainConfig
+from openforge.settings import get_settings
+from training.trainers.local.batching import collate, response_logprobs, truncate
+from training.trainers.local.losses import grpo_token_loss, kl_k3, sft_token_loss, token_weights
+from training.trainers.local.metrics import RunRecorder
+from training.trajectory.records import Sample, SftExample
+
+log = logging.getLogger(__name__)
+
+
+def sft_train_config(preset: Preset) -> TrainConfig:
+    """The ``[train]`` section turned into an SFT run with the ``[sft]`` section's lr/batch."""
+    return preset.train.model_copy(
+        update={
+            "algorithm": "sft",
+            "lr": preset.sft.lr,
+            "micro_batch_size": min(preset.train.micro_batch_size, preset.sft.batch_size),
+            # sft_step keeps the last max_prompt_length + max_response_length tokens
+            "max_prompt_length": preset.sft.max_length // 2,
+            "max_response_length": preset.sft.max_length - preset.sft.max_length // 2,
+        }
+    )
+
+
+class LocalTrainer:
+    """GRPO / SFT on one device for a Hugging Face causal LM."""
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        tokenizer: Any,
+        config: TrainConfig,
+        *,
+        device: str | torch.device = "cpu",
+        ref_model: torch.nn.Module | None = None,
+        db_engine: Any | None = None,
+        run_id: str | None = None,
+    ) -> None:
+        self.config = config
+        self.device = torch.device(device)
+        self.model = model.to(self.device)
+        self.tokenizer = tokenizer
+        self.pad_id = self._pad_id(tokenizer)
+        torch.manual_seed(config.seed)
+        random.seed(config.seed)
+        if config.gradient_checkpointing and hasattr(self.model, "gradient_checkpointing_enable"):
+            self.model.gradient_checkpointing_enable()
+        self.ref_model = None
+        if config.kl_coef > 0:
+            self.ref_model = (ref_model or copy.deepcopy(self.model)).to(self.device).eval()
+            for p in self.ref_model.parameters():
+                p.requires_grad_(False)
+        self.optimizer = torch.optim.AdamW(
+            [p for p in self.model.parameters() if p.requires_grad],
+            lr=config.lr,
+            betas=config.adam_betas,
+            weight_decay=config.weight_decay,
+        )
+        self.global_step = 0  # optimiser updates done
+        self._pending = 0  # step() calls accumulated since the last update
+        self.run_id = run_id or f"train-{int(time.time())}"
+        self.recorder = RunRecorder(db_engine, self.run_id, kind=f"{config.algorithm}-train", params=config.model_dump(mode="json")) if db_engine is not None else None
+
+    @classmethod
+    def from_pretrained(cls, path: str | Path, config: TrainConfig, **kwargs: Any) -> LocalTrainer:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        dtype = kwargs.pop("dtype", torch.float32)
+        model = AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype)
+        tokenizer = AutoTokenizer.from_pretrained(str(path))
+        return cls(model, tokenizer, config, **kwargs)
+
+    @staticmethod
+    def _pad_id(tokenizer: Any) -> int:
+        for attr in ("pad_token_id", "eos_token_id"):
+            value = getattr(tokenizer, attr, None) if tokenizer is not None else None
+            if value is not None:
+                return int(value)
+        return 0
+
+    # ---------------------------------------------------------------- GRPO
+    def _micro_batches(self, n: int) -> list[list[int]]:
+        size = self.config.micro_batch_size
+        return [list(range(i, min(i + size, n))) for i in range(0, n, size)]
+
+    def _tensors(self, samples: Sequence[Sample], idx: list[int]) -> tuple[Any, list[slice]]:
+        prompts, responses, masks, kept = [], [], [], []
+        for i in idx:
+            s = samples[i]
+            prompt, keep = truncate(s.prompt_ids, s.response_ids, self.config.max_prompt_length, self.config.max_response_length)
+            prompts.append(prompt)
+            responses.append(s.response_ids[keep])
+            masks.append((s.loss_mask or [])[keep])
+            kept.append(keep)
+        return collate(prompts, responses, masks, self.pad_id, self.device), kept
+
+    def _filled(self, rows: list[list[float]], shape: torch.Size) -> torch.Tensor:
+        out = torch.zeros(shape, dtype=torch.float32)
+        for b, row in enumerate(rows):
+            out[b, : len(row)] = torch.tensor(row, dtype=torch.float32)
+        return out.to(self.device)
+
+    @torch.no_grad()
+    def _behaviour_logprobs(self, samples: Sequence[Sample]) -> list[list[float]]:
+        """Recorded logprobs, or the current policy's for samples recorded without them."""
+        out: list[list[float] | None] = [s.response_logprobs for s in samples]
+        missing = [i for i, s in enumerate(samples) if s.response_logprobs is None]
+        if missing:
+            self.model.eval()
+            for chunk in self._micro_batches(len(missing)):
+                idx = [missing[c] for c in chunk]
+                batch, kept = self._tensors(samples, idx)
+                lp = response_logprobs(self.model, batch).cpu()
+                for b, i in enumerate(idx):
+                    out[i] = lp[b, : kept[b].stop].tolist() + [0.0] * (len(samples[i].response_ids) - kept[b].stop)
+        return [list(x or []) for x in out]
+
+    def step(self, samples: Sequence[Sample]) -> dict[str, float]:
+        """One GRPO step on ``samples`` (advantages set); returns the step's metrics."""
+        if self.config.algorithm != "grpo":
+            raise ValueError(f"train.algorithm is {self.config.algorithm!r}: use sft_step for SFT")
+        samples = [s for s in samples if s.n_loss_tokens > 0]
+        if not samples:
+            log.warning("GRPO step with no trainable tokens: nothing to do")
+            return {"samples": 0.0}
+        t0 = time.perf_counter()
+        cfg = self.config
+        weights = token_weights(samples, cfg.loss_norm)
+        old = self._behaviour_logprobs(samples)
+        self.model.train()
+        sums = {"loss": 0.0, "pg_loss": 0.0, "kl": 0.0, "clipfrac": 0.0, "ratio": 0.0, "approx_kl": 0.0, "logprob_diff": 0.0}
+        n_tok = 0.0
+        for epoch in range(cfg.ppo_epochs):
+            for chunk in self._micro_batches(len(samples)):
+                batch, kept = self._tensors(samples, chunk)
+                shape = batch.mask.shape
+                old_lp = self._filled([old[i][kept[b]] for b, i in enumerate(chunk)], shape)  # [B, R]
+                adv = self._filled([[samples[i].advantage] * (kept[b].stop) for b, i in enumerate(chunk)], shape)
+                w = batch.mask * torch.tensor([weights[i] for i in chunk], device=self.device).unsqueeze(1)  # [B, R]
+                logp = response_logprobs(self.model, batch)  # [B, R]
+                pg, clipped = grpo_token_loss(
+                    logp, old_lp, adv, clip_low=cfg.clip_eps_low, clip_high=cfg.clip_eps_high, dual_clip_c=cfg.dual_clip_c
+                )
+                per_token = pg
+                kl = torch.zeros_like(pg)
+                if self.ref_model is not None:
+                    with torch.no_grad():
+                        ref_lp = response_logprobs(self.ref_model, batch)
+                    kl = kl_k3(logp, ref_lp)
+                    per_token = pg + cfg.kl_coef * kl
+                # Σ w·ℓ over this micro-batch; the weights already normalise over the step
+                loss = (per_token * w).sum() / cfg.grad_accum_steps
+                loss.backward()
+                with torch.no_grad():
+                    m = batch.mask
+                    sums["loss"] += float((per_token * w).sum()) / cfg.ppo_epochs
+                    sums["pg_loss"] += float((pg * w).sum()) / cfg.ppo_epochs
+                    sums["kl"] += float((kl * w).sum()) / cfg.ppo_epochs
+                    sums["clipfrac"] += float((clipped.float() * m).sum())
+                    sums["ratio"] += float((torch.exp(logp - old_lp) * m).sum())
+                    sums["approx_kl"] += float(((old_lp - logp) * m).sum())
+                    if epoch == 0:
+                        sums["logprob_diff"] += float(((old_lp - logp).abs() * m).sum())
+                    n_tok += float(m.sum())
+            update = self._maybe_update()  # one optimiser update per pass (PPO epochs)
+        metrics = {
+            "loss": sums["loss"],
+            "pg_loss": sums["pg_loss"],
+            "kl": sums["kl"],
+            "clipfrac": sums["clipfrac"] / max(n_tok, 1.0),
+            "ratio_mean": sums["ratio"] / max(n_tok, 1.0),
+            "approx_kl": sums["approx_kl"] / max(n_tok, 1.0),
+            "logprob_diff": sums["logprob_diff"] / max(n_tok / cfg.ppo_epochs, 1.0),
+            "samples": float(len(samples)),
+            "trajectories": float(len({s.rollout_id for s in samples})),
+            "tokens": n_tok / cfg.ppo_epochs,
+            "adv_abs_mean": sum(abs(s.advantage) for s in samples) / len(samples),
+            "reward_mean": _mean_by_rollout(samples),
+        }
+        metrics.update(update)
+        metrics["seconds"] = time.perf_counter() - t0
+        metrics["tokens_per_s"] = metrics["tokens"] * cfg.ppo_epochs / max(metrics["seconds"], 1e-9)
+        self._record(metrics)
+        return metrics
+
+    # ----------------------------------------------------------------- SFT
+    def sft_step(self, examples: Sequence[SftExample | Sample]) -> dict[str, float]:
+        """One SFT update: token-mean NLL of the learned tokens over ``examples``."""
+        t0 = time.perf_counter()
+        seqs = [e if isinstance(e, SftExample) else SftExample.from_sample(e) for e in examples]
+        seqs = [e for e in seqs if sum(e.loss_mask) > 0]
+        if not seqs:
+            return {"examples": 0.0}
+        total = float(sum(sum(e.loss_mask) for e in seqs))
+        max_len = self.config.max_prompt_length + self.config.max_response_length
+        self.model.train()
+        loss_sum = 0.0
+        for chunk in self._micro_batches(len(seqs)):
+            # Everything before the first learned token is context ("prompt"); from there on
+            # every token is scored and the mask keeps only the learned ones. Long agent
+            # prompts then cost one forward pass but no LM-head logits.
+            prompts, responses, masks = [], [], []
+            for i in chunk:
+                ids, mask = seqs[i].input_ids[-max_len:], seqs[i].loss_mask[-max_len:]
+                first = max(1, next((j for j, m in enumerate(mask) if m), 1))
+                prompts.append(ids[:first])
+                responses.append(ids[first:])
+                masks.append(mask[first:])
+            batch = collate(prompts, responses, masks, self.pad_id, self.device)
+            logp = response_logprobs(self.model, batch)  # [B, R]
+            loss = (sft_token_loss(logp) * batch.mask).sum() / total  # token-mean over the step
+            (loss / self.config.grad_accum_steps).backward()
+            loss_sum += float(loss.detach())
+        metrics = {"loss": loss_sum, "examples": float(len(seqs)), "tokens": total}
+        metrics.update(self._maybe_update())
+        metrics["seconds"] = time.perf_counter() - t0
+        self._record(metrics)
+        return metrics
+
+    # ------------------------------------------------------------- helpers
+    def _maybe_update(self) -> dict[str, float]:
+        self._pending += 1
+        if self._pending < self.config.grad_accum_steps:
+            return {"updated": 0.0}
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.max_grad_norm)
+        lr = self.config.lr * min(1.0, (self.global_step + 1) / self.config.warmup_steps) if self.config.warmup_steps else self.config.lr
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self._pending = 0
+        self.global_step += 1
+        if self.config.save_every and self.global_step % self.config.save_every == 0:
+            self.save_checkpoint()
+        return {"updated": 1.0, "grad_norm": float(grad_norm), "lr": lr, "step": float(self.global_step)}
+
+    def _record(self, metrics: dict[str, float]) -> None:
+        log.info("step %d: %s", self.global_step, {k: round(v, 5) for k, v in metrics.items()})
+        if self.recorder is not None:
+            self.recorder.log(self.global_step, metrics)
+
+    def checkpoint_dir(self) -> Path:
+        base = Path(self.config.checkpoint_dir) if self.config.checkpoint_dir else get_settings().runs_dir / self.run_id / "checkpoints"
+        return base / f"step-{self.global_step}"
+
+    def save_checkpoint(self, path: str | Path | None = None) -> Path:
+        """Save model + tokenizer in Hugging Face format (loadable by ``from_pretrained``)."""
+        out = Path(path) if path is not None else self.checkpoint_dir()
+        out.mkdir(parents=True, exist_ok=True)
+        self.model.save_pretrained(out, safe_serialization=True)
+        if self.tokenizer is not None and hasattr(self.tokenizer, "save_pretrained"):
+            self.tokenizer.save_pretrained(out)
+        (out / "openforge-trainer.json").write_text(
+            json.dumps({"run_id": self.run_id, "step": self.global_step, "config": self.config.model_dump(mode="json")}, indent=2)
+        )
+        log.info("checkpoint saved to %s", out)
+        return out
+
+    def push_weights(self, engine: Any) -> Any:
+        """Hand the current weights to a policy engine (``engine.update_weights``); returns
+        what it returns (the new policy version for the local engine)."""
+        return engine.update_weights(self.model.state_dict())
+
+    def finish(self, status: str = "completed", summary: dict[str, Any] | None = None) -> None:
+        if self.recorder is not None:
+            self.recorder.finish(status, {"steps": self.global_step, **(summary or {})})
+
+
+def _mean_by_rollout(samples: Sequence[Sample]) -> float:
+    rewards = {s.rollout_id: s.trajectory_reward for s in samples}
+    return sum(rewards.values()) / len(rewards) if rewards else 0.0

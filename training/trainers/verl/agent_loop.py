@@ -1,0 +1,109 @@
+"""``OpenForgeAgentLoop``: veRL's agent-loop hook that runs each trajectory as an OpenForge rollout.
+
+veRL calls :meth:`OpenForgeAgentLoop.run` once per (task, sample) of a training step. The
+loop builds a :class:`~.outputs.RolloutRequest` (task id from the dataset row's
+``extra_info.task_id``, the group's ``uid``, sampling params) and awaits the *rollout
+function* — OpenForge's scheduler, which starts the harness in a sandbox against the proxy
+and returns a :class:`~.outputs.RecordedRollout` (outcome + recorded calls). The calls become
+one masked sequence with the engine's logprobs and the verifier reward.
+
+The rollout function is given as a callable or an import path ``"pkg.module:attr"``
+(``rollout_fn`` in the agent-loop YAML that :func:`write_agent_loop_config` writes, or
+``OPENFORGE_VERL_ROLLOUT_FN``): veRL instantiates agent loops inside Ray workers, so an
+import path is what crosses the process boundary. The proxy in front of veRL's vLLM
+replicas is the rollout function's business; veRL's ``server_manager`` is not used.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import logging
+import os
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
+
+from training.trainers.verl.config import AGENT_LOOP_NAME
+from training.trainers.verl.outputs import RecordedRollout, RolloutRequest, output_fields
+from training.trajectory.build import RolloutInfo, build_trajectory
+
+log = logging.getLogger(__name__)
+
+RolloutFn = Callable[[RolloutRequest], Awaitable[RecordedRollout]]
+
+
+def resolve_rollout_fn(spec: str | RolloutFn | None) -> RolloutFn:
+    """A callable from a callable, an ``"pkg.module:attr"`` path, or ``OPENFORGE_VERL_ROLLOUT_FN``."""
+    spec = spec or os.environ.get("OPENFORGE_VERL_ROLLOUT_FN")
+    if spec is None:
+        raise ValueError("OpenForgeAgentLoop needs rollout_fn (callable or 'pkg.module:attr') or OPENFORGE_VERL_ROLLOUT_FN")
+    if callable(spec):
+        return spec
+    module, _, attr = str(spec).partition(":")
+    if not attr:
+        raise ValueError(f"rollout_fn {spec!r}: expected 'pkg.module:attr'")
+    return getattr(importlib.import_module(module), attr)
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars / object arrays from veRL's non-tensor batch → plain Python."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return value
+
+
+@register(AGENT_LOOP_NAME)
+class OpenForgeAgentLoop(AgentLoopBase):
+    """One OpenForge rollout per veRL trajectory (see module doc)."""
+
+    def __init__(self, *args: Any, rollout_fn: str | RolloutFn | None = None, gamma: float = 1.0, name: str | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.rollout_fn = resolve_rollout_fn(rollout_fn)
+        self.gamma = gamma
+        self.prompt_length = int(self.rollout_config.prompt_length)
+        self.response_length = int(self.rollout_config.response_length)
+
+    def _pad_id(self) -> int:
+        for attr in ("pad_token_id", "eos_token_id"):
+            value = getattr(self.tokenizer, attr, None)
+            if value is not None:
+                return int(value)
+        return 0
+
+    async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
+        extra_info = dict(_plain(kwargs.get("extra_info")) or {})
+        request = RolloutRequest(
+            task_id=extra_info.get("task_id") or _plain(kwargs.get("task_id")),
+            group_id=_plain(kwargs.get("uid")),
+            messages=list(_plain(kwargs.get("raw_prompt")) or []),
+            sampling_params=dict(sampling_params),
+            extra_info=extra_info,
+            sample_index=_plain(kwargs.get("index")),
+            validate=bool(kwargs.get("validate", False)),
+        )
+        started = time.perf_counter()
+        recorded = self.rollout_fn(request)
+        if inspect.isawaitable(recorded):
+            recorded = await recorded
+        info = RolloutInfo.from_any(recorded.result)
+        trajectory = build_trajectory(info, recorded.calls, gamma=self.gamma, tokenizer=self.tokenizer)
+        fields = output_fields(
+            trajectory, prompt_length=self.prompt_length, response_length=self.response_length, pad_id=self._pad_id(), status=info.status
+        )
+        fields["extra_fields"]["openforge_rollout_seconds"] = time.perf_counter() - started
+        return AgentLoopOutput(metrics=AgentLoopMetrics(generate_sequences=time.perf_counter() - started), **fields)
+
+
+def write_agent_loop_config(path: str | Path, *, rollout_fn: str, gamma: float = 1.0) -> Path:
+    """Write the YAML veRL reads from ``rollout.agent.agent_loop_config_path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    target = f"{OpenForgeAgentLoop.__module__}.{OpenForgeAgentLoop.__qualname__}"
+    path.write_text(
+        f"- name: {AGENT_LOOP_NAME}\n  _target_: {target}\n  rollout_fn: {rollout_fn!r}\n  gamma: {gamma}\n"
+    )
+    return path
