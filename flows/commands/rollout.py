@@ -6,7 +6,7 @@ import asyncio
 import json
 import signal
 import sys
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -15,12 +15,12 @@ def rollout(
     task_dir: Annotated[str, typer.Argument(help="Task directory (Harbor layout).")],
     harness: Annotated[str, typer.Option("--harness", help="oracle, noop, react, codex, claude-code, ...")],
     backend: Annotated[str, typer.Option("--backend", help="Sandbox backend: local or docker.")] = "local",
-    engine: Annotated[Optional[str], typer.Option("--engine", help="Policy engine: OpenAI-compatible URL or "
+    engine: Annotated[str | None, typer.Option("--engine", help="Policy engine: OpenAI-compatible URL or "
                                                   "'local'; a proxy is started in front of it.")] = None,
-    timeout: Annotated[Optional[float], typer.Option("--timeout", help="Wall-clock seconds for the whole "
+    timeout: Annotated[float | None, typer.Option("--timeout", help="Wall-clock seconds for the whole "
                                                      "rollout (default: the task's budgets).")] = None,
     model: Annotated[str, typer.Option("--model", help="Model name the harness asks for.")] = "policy",
-    harness_options: Annotated[Optional[str], typer.Option("--harness-options", help="JSON object of "
+    harness_options: Annotated[str | None, typer.Option("--harness-options", help="JSON object of "
                                                            "adapter options.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON line.")] = False,
 ) -> None:

@@ -1,0 +1,348 @@
+"""The ``docker`` sandbox backend: one container per rollout on a real Docker engine.
+
+- image: the task's ``environment/Dockerfile`` built once per content hash, unpullable
+  ``FROM`` images mapped to the local base image (``training.orchestrator.images``);
+- runtime: the runner and our package come from the host, bind-mounted read-only at their
+  own paths (the Python prefix, the virtualenv, the repo, the harness tools dir), so task
+  images need no OpenForge install (they must be glibc-based, like the base image);
+- isolation (``docker``): ``network_mode=none`` — loopback only; the proxy is reached
+  through the unix-socket relay bound at ``/run/openforge`` (a non-loopback proxy URL
+  needs ``network_mode=host``: isolation ``docker+host-net``); read-only root filesystem
+  with tmpfs ``/tmp``, ``/run``, ``/var/tmp``; WORKDIR on an anonymous volume (seeded with
+  the image's files, writable); ``cap_drop=ALL``, ``no-new-privileges``, CPU/memory/pids
+  limits from task.toml, ``init`` reaping zombies;
+- Harbor paths: ``/task`` (ro), ``/logs``, ``/tests`` and ``/solution`` (oracle only) are
+  binds of the rollout's host dirs. Tests are copied into the bound ``/tests`` on the
+  runner's phase line (``put_archive`` cannot write into a read-only root or a tmpfs);
+- containers are labelled ``openforge.sandbox`` and always removed with their volumes.
+
+Every Docker SDK call runs in the backend's own thread pool, never on the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from environments.records import ErrorKind, RolloutSpec
+from environments.taskdir import TaskDirError, load_task
+from openforge.settings import get_settings
+from training.orchestrator.backend import SandboxError, SandboxExit, SandboxHandle
+from training.orchestrator.config import get_orchestrator_settings
+from training.orchestrator.follow import RunnerFollower
+from training.orchestrator.images import (
+    ImageBuildError,
+    TaskImage,
+    build_task_image,
+    environment_key,
+)
+from training.orchestrator.layout import (
+    SandboxDirs,
+    copy_tests,
+    lay_out,
+    remove_sandbox,
+)
+from training.orchestrator.relay import SANDBOX_RELAY_DIR, HostRelays, loopback_target
+from training.orchestrator.runtime import (
+    SANDBOX_INIT,
+    runner_command,
+    sandbox_env,
+    with_relay,
+)
+
+log = logging.getLogger(__name__)
+
+LABEL = "openforge.sandbox"
+_END = object()
+
+
+def _client(timeout: int = 60, pool: int = 64) -> Any:
+    import docker
+
+    host = get_orchestrator_settings().docker_host
+    if host:
+        return docker.DockerClient(base_url=host, timeout=timeout, max_pool_size=pool)
+    return docker.from_env(timeout=timeout, max_pool_size=pool)
+
+
+def docker_unavailable_reason() -> str | None:
+    """None when a Docker engine answers and the base image exists, else why not."""
+    try:
+        client = _client(timeout=5, pool=2)
+    except Exception as exc:  # noqa: BLE001 - any failure means "not usable"
+        return f"no Docker engine: {exc} (start one with scripts/start-dockerd.sh)"
+    try:
+        client.ping()
+        base = get_orchestrator_settings().base_image
+        try:
+            client.images.get(base)
+        except Exception:  # noqa: BLE001
+            return f"base image {base} missing (build it with scripts/build-base-image.sh)"
+        return None
+    except Exception as exc:  # noqa: BLE001
+        return f"Docker engine not reachable: {exc} (start one with scripts/start-dockerd.sh)"
+    finally:
+        client.close()
+
+
+def runtime_mounts() -> list[str]:
+    """Host paths the runner needs, bind-mounted read-only at the same place."""
+    import environments
+
+    paths = {Path(sys.base_prefix).resolve(), Path(sys.prefix), Path(environments.__file__).resolve().parent.parent}
+    tools = Path(os.environ.get("OPENFORGE_TOOLS_DIR", "/opt/openforge-tools"))
+    if tools.is_dir():
+        paths.add(tools)
+    ordered = sorted(paths, key=lambda p: len(p.parts))
+    kept: list[Path] = []
+    for p in ordered:  # a path inside another mounted one needs no mount of its own
+        if not any(k == p or k in p.parents for k in kept):
+            kept.append(p)
+    return [str(p) for p in kept]
+
+
+#: Where host binaries the harnesses need (node) are mounted; appended last to PATH so an
+#: image's own copy wins.
+RUNTIME_BIN = "/opt/openforge-runtime/bin"
+RUNTIME_BINARIES = ("node",)
+
+
+def runtime_binaries() -> dict[str, str]:
+    """name -> host path of binaries mounted at RUNTIME_BIN (the npm harness CLIs need node)."""
+    out: dict[str, str] = {}
+    for name in RUNTIME_BINARIES:
+        found = shutil.which(name)
+        if found:
+            out[name] = os.path.realpath(found)
+    return out
+
+
+class DockerBackend:
+    """Sandboxes as Docker containers (see the module doc)."""
+
+    name = "docker"
+
+    def __init__(self, *, rollouts_dir: Path | None = None, max_threads: int = 96) -> None:
+        reason = docker_unavailable_reason()
+        if reason:
+            raise SandboxError(reason)
+        self.settings = get_orchestrator_settings()
+        self.client = _client()
+        self.rollouts_dir = rollouts_dir or get_settings().rollouts_dir
+        self._pool = ThreadPoolExecutor(max_workers=max_threads, thread_name_prefix="openforge-docker")
+        self._build_locks: dict[str, asyncio.Lock] = {}
+        self._images: dict[str, tuple[TaskImage, dict[str, str]]] = {}
+        self._relays: HostRelays | None = None
+        self._handles: dict[str, SandboxHandle] = {}
+        self._started: set[str] = set()
+
+    async def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, lambda: fn(*args, **kwargs))
+
+    async def _image(self, task_path: Path, build_timeout: float) -> tuple[TaskImage, dict[str, str]]:
+        """The task's image and its configured env; memoized per environment-dir content."""
+        key = await asyncio.to_thread(environment_key, task_path)
+        lock = self._build_locks.setdefault(str(task_path), asyncio.Lock())
+        async with lock:
+            if key not in self._images:
+                image = await self._call(build_task_image, self.client, task_path, base=self.settings.base_image,
+                                         aliases=self.settings.image_aliases, timeout=build_timeout,
+                                         mounted=tuple(runtime_mounts()))
+                env: dict[str, str] = {}
+                img = await self._call(self.client.images.get, image.tag)
+                for item in (img.attrs.get("Config") or {}).get("Env") or []:
+                    k, _, v = item.partition("=")
+                    env[k] = v
+                self._images[key] = (image, env)
+            return self._images[key]
+
+    # -- start -----------------------------------------------------------------------
+    async def start(self, spec: RolloutSpec) -> SandboxHandle:
+        t0 = time.monotonic()
+        try:
+            task = await asyncio.to_thread(load_task, spec.task_dir)
+        except TaskDirError as exc:
+            raise SandboxError(f"invalid task dir: {exc}", kind=ErrorKind.start_failed) from exc
+        base = self.rollouts_dir / spec.rollout_id
+        self._started.add(spec.rollout_id)
+        dirs = await asyncio.to_thread(lay_out, base, task.path, spec.harness)
+        handle = SandboxHandle(rollout_id=spec.rollout_id, backend=self.name, isolation="docker",
+                               root=str(base), logs_dir=str(dirs.logs))
+        handle.state.update(dirs=dirs, task_dir=task.path)
+        self._handles[spec.rollout_id] = handle
+        try:
+            return await self._launch(spec, task, dirs, handle, t0)
+        except BaseException:
+            await asyncio.shield(self.cleanup(handle))
+            raise
+
+    async def _launch(self, spec, task, dirs: SandboxDirs, handle: SandboxHandle, t0: float) -> SandboxHandle:
+        from docker.errors import APIError
+        from docker.types import Mount
+
+        try:
+            image, image_env = await self._image(task.path, task.config.environment.build_timeout_sec)
+        except ImageBuildError as exc:
+            raise SandboxError(str(exc), kind=ErrorKind.build_failed) from exc
+        except APIError as exc:
+            raise SandboxError(f"image lookup failed: {exc.explanation or exc}", kind=ErrorKind.build_failed) from exc
+        t_built = time.monotonic()
+        handle.timings["build"] = t_built - t0
+        handle.state["image"] = image.tag
+        if image.from_images:
+            handle.notes += [(f"{a}: dropped ({b})" if a.startswith("COPY") else f"FROM {a} -> {b}")
+                             for a, b in image.from_images.items() if a != b]
+        oracle = spec.harness == "oracle"
+        python = self.settings.sandbox_python or sys.executable
+        workdir = image.workdir
+        cmd = runner_command(spec, python=python, task_dir="/task", workspace=workdir, logs_dir="/logs",
+                             tests_dir="/tests", solution_dir="/solution" if oracle else None,
+                             agent_timeout=None, verifier_timeout=None)
+        mounts = [
+            Mount("/task", str(dirs.task), type="bind", read_only=True),
+            Mount("/logs", str(dirs.logs), type="bind"),
+            Mount("/tests", str(dirs.tests), type="bind"),
+            Mount(workdir, None, type="volume"),
+        ]
+        if oracle:
+            mounts.append(Mount("/solution", str(dirs.solution), type="bind", read_only=True))
+        for path in runtime_mounts():
+            mounts.append(Mount(path, path, type="bind", read_only=True))
+        for name, host_path in runtime_binaries().items():
+            mounts.append(Mount(f"{RUNTIME_BIN}/{name}", host_path, type="bind", read_only=True))
+        network = "none"
+        target = loopback_target(spec.base_url)
+        if target is not None:
+            if self._relays is None:
+                self._relays = HostRelays()
+            sock = await self._relays.ensure(*target)
+            mounts.append(Mount(SANDBOX_RELAY_DIR, str(self._relays.dir), type="bind", read_only=True))
+            cmd = with_relay(cmd, python=python, host=target[0], port=target[1],
+                             unix_path=f"{SANDBOX_RELAY_DIR}/{sock.name}", init_path=str(SANDBOX_INIT))
+        elif spec.base_url:
+            network = "host"
+            handle.isolation = "docker+host-net"
+        env_cfg = dict(image_env)
+        if runtime_binaries():
+            env_cfg["PATH"] = f"{env_cfg.get('PATH') or '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'}:{RUNTIME_BIN}"
+        env = sandbox_env(spec, dockerfile_env=env_cfg, home=env_cfg.get("HOME", "/tmp"))
+        env_cfg_res = task.config.environment
+        kwargs: dict[str, Any] = dict(  # noqa: C408 - reads as the docker run flags
+            image=image.tag, command=cmd, name=f"openforge-{spec.rollout_id}", detach=True,
+            environment=env, working_dir=workdir, mounts=mounts, network_mode=network,
+            read_only=True, tmpfs={"/tmp": "rw,exec,size=1g", "/run": "rw,size=64m", "/var/tmp": "rw,size=256m"},
+            cap_drop=["ALL"], security_opt=["no-new-privileges"], init=True,
+            mem_limit=f"{int(env_cfg_res.memory_mb)}m", memswap_limit=f"{int(env_cfg_res.memory_mb)}m",
+            nano_cpus=int(env_cfg_res.cpus * 1e9), pids_limit=4096,
+            labels={LABEL: "1", "openforge.rollout": spec.rollout_id},
+        )
+        try:
+            container = await self._call(self.client.containers.create, **kwargs)
+            handle.state["container"] = container
+            await self._call(container.start)
+        except APIError as exc:
+            raise SandboxError(f"container start failed: {exc.explanation or exc}", kind=ErrorKind.start_failed) from exc
+        handle.timings["start"] = time.monotonic() - t_built
+        handle.timings["start_latency"] = time.monotonic() - t0
+        return handle
+
+    # -- follow ----------------------------------------------------------------------
+    async def wait(self, handle: SandboxHandle) -> SandboxExit:
+        container = handle.state["container"]
+        dirs: SandboxDirs = handle.state["dirs"]
+        task_dir: Path = handle.state["task_dir"]
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        t0 = time.monotonic()
+
+        def pump() -> None:
+            buf = b""
+            try:
+                for chunk in container.logs(stream=True, follow=True, stdout=True, stderr=False):
+                    buf += chunk
+                    while b"\n" in buf:
+                        line, buf = buf.split(b"\n", 1)
+                        loop.call_soon_threadsafe(queue.put_nowait, line.decode("utf-8", errors="replace"))
+            except Exception as exc:  # noqa: BLE001 - the container went away
+                log.debug("logs stream of %s ended: %s", handle.rollout_id, exc)
+            finally:
+                if buf:
+                    loop.call_soon_threadsafe(queue.put_nowait, buf.decode("utf-8", errors="replace"))
+                loop.call_soon_threadsafe(queue.put_nowait, _END)
+
+        async def agent_done() -> None:
+            await asyncio.to_thread(copy_tests, task_dir, dirs.tests)
+
+        follower = RunnerFollower(dirs.runner_log, agent_done)
+        pump_future = loop.run_in_executor(self._pool, pump)
+        try:
+            while (line := await queue.get()) is not _END:
+                await follower.feed(line)
+            await pump_future
+            status = await self._call(container.wait)
+            await self._call(container.reload)
+        finally:
+            follower.close()
+        code = status.get("StatusCode")
+        oom = bool(container.attrs.get("State", {}).get("OOMKilled"))
+        try:
+            err = await self._call(container.logs, stdout=False, stderr=True)
+            with dirs.runner_log.open("ab") as f:
+                f.write(err)
+        except Exception as exc:  # noqa: BLE001 - the container is gone: stdout was kept
+            log.debug("stderr of %s: %s", handle.rollout_id, exc)
+        timings = {"run": time.monotonic() - t0}
+        if follower.agent_done_at is not None:
+            timings["agent"] = follower.agent_done_at - t0
+        return SandboxExit(exit_code=code, report=follower.report, oom=oom,
+                           cancelled=handle.state.get("cancelled", False), error=follower.report_error, timings=timings)
+
+    async def cancel(self, handle: SandboxHandle) -> None:
+        handle.state["cancelled"] = True
+        container = handle.state.get("container")
+        if container is not None:
+            try:
+                await self._call(container.kill)
+            except Exception as exc:  # noqa: BLE001 - already gone
+                log.debug("kill %s: %s", handle.rollout_id, exc)
+
+    async def logs(self, handle: SandboxHandle) -> str:
+        path = Path(handle.root) / "runner.log"
+        return await asyncio.to_thread(lambda: path.read_text(encoding="utf-8", errors="replace") if path.exists() else "")
+
+    async def cleanup(self, handle: SandboxHandle) -> None:
+        container = handle.state.pop("container", None)
+        if container is not None:
+            try:
+                await self._call(container.remove, force=True, v=True)
+            except Exception as exc:  # noqa: BLE001 - removed already
+                log.debug("remove %s: %s", handle.rollout_id, exc)
+        dirs = handle.state.get("dirs") or SandboxDirs(Path(handle.root))
+        await asyncio.to_thread(remove_sandbox, dirs)
+        self._handles.pop(handle.rollout_id, None)
+
+    async def live_sandboxes(self) -> list[str]:
+        """Sandbox dirs under rollouts_dir, and containers of sandboxes this backend started."""
+        # Low-level list: no per-container inspect that races with removals elsewhere.
+        containers = await self._call(self.client.api.containers, all=True, filters={"label": LABEL})
+        live = {(c.get("Labels") or {}).get("openforge.rollout", "") for c in containers} & self._started
+        if self.rollouts_dir.exists():
+            live |= {p.parent.name for p in self.rollouts_dir.glob("*/sandbox")}
+        return sorted(live)
+
+    async def aclose(self) -> None:
+        for handle in list(self._handles.values()):
+            await self.cleanup(handle)
+        if self._relays is not None:
+            await self._relays.aclose()
+            self._relays = None
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self.client.close()

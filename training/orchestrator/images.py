@@ -1,0 +1,183 @@
+"""Task images for the docker backend: FROM aliasing and content-hash build cache.
+
+No public registry is reachable here, so ``FROM`` images that are not present locally are
+mapped through an alias table (fnmatch patterns -> local image, ``{base}`` = the base image
+made by scripts/build-base-image.sh). The rewritten Dockerfile and the build context are
+hashed; the image is tagged ``openforge-task:<hash>`` and built once (per-tag lock,
+``--network host`` so ``RUN apt-get``/``pip`` reach the package mirrors).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import io
+import logging
+import os
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+TASK_IMAGE_REPO = "openforge-task"
+BUILD_DOCKERFILE = "Dockerfile.openforge"
+
+
+class ImageBuildError(RuntimeError):
+    """The task image could not be built; the message names the Dockerfile and the step."""
+
+
+@dataclass(frozen=True)
+class TaskImage:
+    tag: str
+    workdir: str
+    built: bool  # False: taken from the cache
+    from_images: dict[str, str]  # original FROM -> image used
+
+
+def _strip_library(ref: str) -> str:
+    for prefix in ("docker.io/library/", "library/"):
+        if ref.startswith(prefix):
+            return ref[len(prefix):]
+    return ref
+
+
+def resolve_from(ref: str, *, exists: Any, aliases: dict[str, str], base: str) -> str:
+    """The image to use for ``FROM ref``: itself when present locally, else its alias."""
+    if exists(ref):
+        return ref
+    short = _strip_library(ref)
+    if short != ref and exists(short):
+        return short
+    for pattern, target in aliases.items():
+        if fnmatch.fnmatch(ref, pattern) or fnmatch.fnmatch(short, pattern):
+            return target.replace("{base}", base)
+    return ref
+
+
+def rewrite_froms(text: str, resolve: Any, *, provided: Any = None) -> tuple[str, dict[str, str]]:
+    """Rewrite each ``FROM image`` line through ``resolve`` (stage names are left alone).
+
+    ``provided(image, src) -> bool`` says a ``COPY --from=image src ...`` of an image that is
+    not present copies what the backend mounts at run time anyway (e.g. the harness tools
+    dir); such lines are commented out and listed in the mapping as ``COPY --from=image``.
+    """
+    stages: set[str] = set()
+    mapping: dict[str, str] = {}
+    out: list[str] = []
+    for line in text.splitlines():
+        tokens = line.strip().split()
+        if tokens and tokens[0].upper() == "COPY" and provided is not None:
+            src_from = next((t.split("=", 1)[1] for t in tokens[1:] if t.startswith("--from=")), None)
+            paths = [t for t in tokens[1:] if not t.startswith("--")]
+            if src_from and src_from not in stages and paths and provided(src_from, paths[0]):
+                mapping[f"COPY --from={src_from} {paths[0]}"] = "runtime mount"
+                out.append("# provided by a runtime mount: " + line)
+                continue
+        if tokens and tokens[0].upper() == "FROM":
+            args = [t for t in tokens[1:] if not t.startswith("--")]
+            flags = [t for t in tokens[1:] if t.startswith("--")]
+            if args:
+                image = args[0]
+                rest = args[1:]
+                if len(rest) >= 2 and rest[0].upper() == "AS":
+                    stages.add(rest[1])
+                if image not in stages and "$" not in image:
+                    new = resolve(image)
+                    mapping[image] = new
+                    line = " ".join(["FROM", *flags, new, *rest])
+        out.append(line)
+    return "\n".join(out) + "\n", mapping
+
+
+def context_tar(context: Path, dockerfile_text: str) -> tuple[bytes, str]:
+    """(tar bytes of the build context + rewritten Dockerfile, sha256 of both)."""
+    digest = hashlib.sha256()
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        if context.is_dir():
+            for dirpath, dirnames, filenames in os.walk(context):
+                dirnames[:] = sorted(d for d in dirnames if d not in ("__pycache__", ".git"))
+                for name in sorted(filenames):
+                    path = Path(dirpath) / name
+                    rel = path.relative_to(context).as_posix()
+                    data = path.read_bytes()
+                    mode = path.stat().st_mode & 0o777
+                    digest.update(f"{rel}\0{mode}\0{len(data)}\0".encode())
+                    digest.update(data)
+                    info = tarfile.TarInfo(rel)
+                    info.size, info.mode, info.mtime = len(data), mode, 0
+                    tar.addfile(info, io.BytesIO(data))
+        data = dockerfile_text.encode()
+        digest.update(f"{BUILD_DOCKERFILE}\0{len(data)}\0".encode())
+        digest.update(data)
+        info = tarfile.TarInfo(BUILD_DOCKERFILE)
+        info.size, info.mode = len(data), 0o644
+        tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue(), digest.hexdigest()
+
+
+def environment_key(task_path: Path) -> str:
+    """Hash of a task's environment dir (Dockerfile included): a backend's memo key."""
+    context = task_path / "environment"
+    dockerfile = context / "Dockerfile"
+    text = dockerfile.read_text(encoding="utf-8") if dockerfile.is_file() else ""
+    return f"{task_path}:{context_tar(context, text)[1]}"
+
+
+def build_task_image(client: Any, task_path: Path, *, base: str, aliases: dict[str, str],
+                     timeout: float = 600.0, mounted: tuple[str, ...] = ()) -> TaskImage:
+    """Build (or find cached) the image of ``task_path/environment/Dockerfile``. Blocking."""
+    from docker.errors import APIError, BuildError, ImageNotFound
+
+    def exists(ref: str) -> bool:
+        try:
+            client.images.get(ref)
+            return True
+        except ImageNotFound:
+            return False
+        except APIError:
+            return False
+
+    dockerfile = task_path / "environment" / "Dockerfile"
+    if not dockerfile.is_file():
+        text = f"FROM {base}\nWORKDIR /app\n"
+    else:
+        text = dockerfile.read_text(encoding="utf-8")
+    def provided(image: str, src: str) -> bool:
+        return not exists(image) and any(src == m or src.startswith(m.rstrip("/") + "/") for m in mounted)
+
+    text, mapping = rewrite_froms(text, lambda ref: resolve_from(ref, exists=exists, aliases=aliases, base=base),
+                                  provided=provided)
+    image_ids = ""
+    for used in sorted({v for k, v in mapping.items() if not k.startswith("COPY")}):
+        try:
+            image_ids += client.images.get(used).id
+        except (ImageNotFound, APIError):
+            pass
+    tar_bytes, sha = context_tar(task_path / "environment", text + image_ids)
+    tag = f"{TASK_IMAGE_REPO}:{sha[:20]}"
+    built = False
+    try:
+        image = client.images.get(tag)
+    except ImageNotFound:
+        log.info("building %s from %s", tag, dockerfile)
+        # Rewritten Dockerfile text without the id suffix goes into the context.
+        tar_bytes, _ = context_tar(task_path / "environment", text)
+        try:
+            image, _logs = client.images.build(
+                fileobj=io.BytesIO(tar_bytes), custom_context=True, dockerfile=BUILD_DOCKERFILE, tag=tag,
+                network_mode="host", rm=True, forcerm=True, labels={"openforge.task-image": "1"},
+                timeout=int(timeout),
+            )
+        except BuildError as exc:
+            last = next((str(x.get("error") or x.get("stream", "")).strip() for x in reversed(list(exc.build_log or []))
+                         if x.get("error") or x.get("stream")), str(exc))
+            raise ImageBuildError(f"{dockerfile}: build failed: {last[:400]}") from exc
+        except APIError as exc:
+            raise ImageBuildError(f"{dockerfile}: build failed: {exc.explanation or exc}") from exc
+        built = True
+    workdir = (image.attrs.get("Config") or {}).get("WorkingDir") or "/app"
+    return TaskImage(tag=tag, workdir=workdir, built=built, from_images=mapping)

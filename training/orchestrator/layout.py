@@ -1,0 +1,116 @@
+"""Sandbox directory layout on the host (docs/CONTRACTS.md).
+
+``<rollouts_dir>/<rollout_id>/`` holds ``sandbox/`` (removed at cleanup: ``task/`` without
+tests/ and solution/, ``workspace/``, ``tests/`` empty until the agent is done,
+``solution/`` for the oracle only, ``home/``, ``files/`` for COPY targets) and what is kept
+afterwards: ``logs/`` (bound at ``/logs``) and ``runner.log`` (the runner's stdout+stderr).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+#: Top-level task entries the agent must not see during its phase.
+HIDDEN_TASK_ENTRIES = ("tests", "solution")
+ORACLE_HARNESSES = ("oracle",)
+
+
+@dataclass(frozen=True)
+class SandboxDirs:
+    base: Path  # rollouts_dir/<rollout_id>
+
+    @property
+    def sandbox(self) -> Path:
+        return self.base / "sandbox"
+
+    @property
+    def task(self) -> Path:
+        return self.sandbox / "task"
+
+    @property
+    def workspace(self) -> Path:
+        return self.sandbox / "workspace"
+
+    @property
+    def tests(self) -> Path:
+        return self.sandbox / "tests"
+
+    @property
+    def solution(self) -> Path:
+        return self.sandbox / "solution"
+
+    @property
+    def home(self) -> Path:
+        return self.sandbox / "home"
+
+    @property
+    def files(self) -> Path:
+        return self.sandbox / "files"
+
+    @property
+    def logs(self) -> Path:
+        return self.base / "logs"
+
+    @property
+    def runner_log(self) -> Path:
+        return self.base / "runner.log"
+
+
+def lay_out(base: Path, task_dir: Path, harness: str) -> SandboxDirs:
+    """Create the sandbox dirs for one rollout and copy the visible task files in."""
+    dirs = SandboxDirs(base)
+    if dirs.sandbox.exists():
+        shutil.rmtree(dirs.sandbox)
+    for d in (dirs.workspace, dirs.tests, dirs.home, dirs.files, dirs.logs / "agent", dirs.logs / "verifier"):
+        d.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(
+        task_dir,
+        dirs.task,
+        ignore=lambda src, names: [n for n in names if Path(src) == task_dir and n in HIDDEN_TASK_ENTRIES]
+        + [n for n in names if n in ("__pycache__", ".git")],
+    )
+    if harness in ORACLE_HARNESSES and (task_dir / "solution").is_dir():
+        shutil.copytree(task_dir / "solution", dirs.solution)
+    else:
+        dirs.solution.mkdir()
+    return dirs
+
+
+def copy_tests(task_dir: Path, dest: Path) -> None:
+    """Copy the task's tests into ``dest`` with ``test.sh`` appearing last and atomically
+    (the runner starts the verifier as soon as it sees ``test.sh``)."""
+    src = task_dir / "tests"
+    if not src.is_dir():
+        return
+    dest.mkdir(parents=True, exist_ok=True)
+    for entry in sorted(src.iterdir()):
+        if entry.name == "test.sh":
+            continue
+        target = dest / entry.name
+        if entry.is_dir():
+            shutil.copytree(entry, target, dirs_exist_ok=True)
+        else:
+            shutil.copy2(entry, target)
+    script = src / "test.sh"
+    if script.exists():
+        tmp = dest / ".test.sh.partial"
+        shutil.copy2(script, tmp)
+        os.chmod(tmp, 0o755)
+        os.replace(tmp, dest / "test.sh")
+
+
+def remove_sandbox(dirs: SandboxDirs) -> None:
+    """Remove the sandbox part of a rollout dir (logs are kept)."""
+    if dirs.sandbox.exists():
+        shutil.rmtree(dirs.sandbox, ignore_errors=True)
+    if dirs.sandbox.exists():  # read-only bits left by the agent
+        for root, dnames, fnames in os.walk(dirs.sandbox):
+            for name in dnames + fnames:
+                try:
+                    os.chmod(os.path.join(root, name), 0o700)
+                except OSError:
+                    pass
+        shutil.rmtree(dirs.sandbox, ignore_errors=True)

@@ -1,0 +1,80 @@
+"""What every backend launches inside a sandbox: the runner command line and its env.
+
+The runner is ``python -P -m environments.runner`` (docs/CONTRACTS.md); when the proxy
+is reached through the unix-socket relay, ``sandbox_init.py`` runs first (by path, stdlib
+only) and execs the runner once the relay's port is listening.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from environments.records import RolloutSpec
+from training.orchestrator.config import get_orchestrator_settings
+from training.orchestrator.procs import SANDBOX_ENV
+
+SANDBOX_INIT = Path(__file__).with_name("sandbox_init.py")
+BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#: Host env vars passed into sandboxes (never API keys: the rollout token is the only credential).
+PASS_ENV = ("OPENFORGE_TOOLS_DIR", "OPENFORGE_LOG_LEVEL", "TZ")
+
+
+def sandbox_python() -> str:
+    return get_orchestrator_settings().sandbox_python or sys.executable
+
+
+def runner_command(
+    spec: RolloutSpec,
+    *,
+    python: str,
+    task_dir: str,
+    workspace: str,
+    logs_dir: str,
+    tests_dir: str,
+    solution_dir: str | None,
+    agent_timeout: float | None,
+    verifier_timeout: float | None,
+) -> list[str]:
+    cmd = [python, "-P", "-m", "environments.runner", "--task-dir", task_dir, "--harness", spec.harness,
+           "--workspace", workspace, "--logs-dir", logs_dir, "--tests-dir", tests_dir]
+    if solution_dir:
+        cmd += ["--solution-dir", solution_dir]
+    if spec.base_url:
+        cmd += ["--base-url", spec.base_url]
+    if spec.token:
+        cmd += ["--token", spec.token]
+    if spec.model:
+        cmd += ["--model", spec.model]
+    if spec.harness_options:
+        cmd += ["--harness-options", json.dumps(spec.harness_options)]
+    if agent_timeout:
+        cmd += ["--agent-timeout", f"{agent_timeout:g}"]
+    if verifier_timeout:
+        cmd += ["--verifier-timeout", f"{verifier_timeout:g}"]
+    return cmd
+
+
+def with_relay(cmd: list[str], *, python: str, host: str, port: int, unix_path: str, init_path: str | None = None) -> list[str]:
+    return [python, "-P", init_path or str(SANDBOX_INIT), "--listen", f"{host}:{port}", "--unix", unix_path, "--", *cmd]
+
+
+def sandbox_env(spec: RolloutSpec, *, dockerfile_env: dict[str, str], home: str, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """A fresh environment for the sandbox: no host secrets, only what the rollout needs."""
+    env = {"PATH": BASE_PATH, "HOME": home, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONUNBUFFERED": "1"}
+    for key in PASS_ENV:
+        if key in os.environ:
+            env[key] = os.environ[key]
+    env.update(dockerfile_env)
+    env.update(spec.env)
+    env.update(extra or {})
+    if spec.base_url:
+        env["OPENFORGE_BASE_URL"] = spec.base_url
+    if spec.token:
+        env["OPENFORGE_ROLLOUT_TOKEN"] = spec.token
+    if spec.model:
+        env["OPENFORGE_MODEL"] = spec.model
+    env[SANDBOX_ENV] = spec.rollout_id
+    return env
