@@ -4,8 +4,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh --dev
-export OPENFORGE_TEST_PG_URL="${OPENFORGE_TEST_PG_URL:-$(bash scripts/start-postgres.sh | tail -n 1)}" \
-  || echo "[test] PostgreSQL could not start: its tests will skip" >&2
+if [ -z "${OPENFORGE_TEST_PG_URL:-}" ]; then
+  if PG_URL="$(bash scripts/start-postgres.sh)"; then
+    export OPENFORGE_TEST_PG_URL="$(printf '%s\n' "$PG_URL" | tail -n 1)"
+  else
+    echo "[test] PostgreSQL could not start: its tests will skip" >&2
+  fi
+fi
 # Docker engine + the locally built base image (no public registry is reachable here).
 if DOCKER_LINE="$(bash scripts/start-dockerd.sh)"; then
   export "${DOCKER_LINE}"

@@ -55,6 +55,7 @@ def synthesize_cmd(
     """Synthesize verified tasks: propose → prune → build → test → refine (resumable)."""
     from rich.console import Console  # noqa: PLC0415
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: PLC0415
+    from pydantic import ValidationError  # noqa: PLC0415
     from rich.table import Table  # noqa: PLC0415
 
     from synthesis.checker import LocalChecker  # noqa: PLC0415
@@ -67,6 +68,10 @@ def synthesize_cmd(
                              k_rollouts=k_rollouts, test_harness=test_harness, max_refine=max_refine, tau=tau,
                              pool=pool, quality_judge=judge)
         runtime = make_runtime(backend, model=model, base_url=base_url)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        typer.echo(f"synthesize: --{str(err['loc'][0]).replace('_', '-')}: {err['msg']}", err=True)
+        raise typer.Exit(2) from None
     except ValueError as exc:
         typer.echo(f"synthesize: {str(exc).splitlines()[0]}", err=True)
         raise typer.Exit(2) from None

@@ -1,0 +1,62 @@
+"""Render a :class:`ProceduralTask` into task-directory files (DESIGN §3).
+
+The environment part (Dockerfile, tools.json, fixtures) comes from the claw family's
+``environments.claw.taskgen.environment_files``; this module adds the oracle
+``solution/solve.sh`` (tool calls through ``python3 -m environments.claw.call``), the
+verifier ``tests/test.sh`` and the ``task.toml`` config.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+from environments.taskdir import TaskConfig
+from synthesis.procedural.spec import ProceduralTask
+from synthesis.procedural.verifier import render_test_sh
+
+#: Agent / verifier time limits by difficulty (seconds).
+AGENT_TIMEOUT = {"easy": 300.0, "medium": 450.0, "hard": 600.0}
+
+
+def render_solve_sh(task: ProceduralTask) -> str:
+    """The oracle: each step as a call-CLI invocation or a workspace write."""
+    lines = [
+        "#!/usr/bin/env bash",
+        f"# Oracle for {task.name}: drives the claw services through the tool-call CLI.",
+        "set -euo pipefail",
+        'WS="${WORKSPACE:-/app}"',
+        'mkdir -p "$WS"',
+        "call() { python3 -m environments.claw.call \"$@\" >/dev/null; }",
+    ]
+    for step in task.solution:
+        if step.tool:
+            lines.append(f"call {step.tool} {shlex.quote(json.dumps(step.args, sort_keys=True))}")
+        elif step.write_path:
+            lines.append(f'printf %s {shlex.quote(step.content)} > "$WS/{step.write_path}"')
+    return "\n".join(lines) + "\n"
+
+
+def task_config(task: ProceduralTask, *, purpose: str = "rl", run_id: str | None = None,
+                proposer: str = "procedural") -> TaskConfig:
+    return TaskConfig.model_validate({
+        "task": {"name": task.name, "description": task.title, "keywords": task.keywords},
+        "metadata": {
+            "domain": "claw", "category": task.category, "difficulty": task.difficulty, "purpose": purpose,
+            "services": task.services, "synth_run_id": run_id, "proposer": proposer,
+            "family": task.family, "seed": task.seed,
+        },
+        "agent": {"timeout_sec": AGENT_TIMEOUT[task.difficulty]},
+        "verifier": {"timeout_sec": 60.0},
+        "environment": {"build_timeout_sec": 600.0, "cpus": 1, "memory_mb": 1024, "storage_mb": 2048},
+    })
+
+
+def task_files(task: ProceduralTask) -> dict[str, str | bytes]:
+    """Every file of the task dir except instruction.md and task.toml."""
+    from environments.claw.taskgen import environment_files  # noqa: PLC0415 - sibling room, loaded on use
+
+    files: dict[str, str | bytes] = dict(environment_files(task.services, task.fixtures))
+    files["tests/test.sh"] = render_test_sh(task.checks)
+    files["solution/solve.sh"] = render_solve_sh(task)
+    return files

@@ -1,0 +1,53 @@
+"""What a procedural generator produces: one claw task, as plain data.
+
+A :class:`ProceduralTask` holds the instruction, the services and their fixtures, the
+oracle's steps (tool calls through the call CLI, workspace writes) and the verifier's
+checks; :mod:`synthesis.procedural.render` turns it into a task directory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Difficulty = Literal["easy", "medium", "hard"]
+DIFFICULTIES: tuple[Difficulty, ...] = ("easy", "medium", "hard")
+
+
+@dataclass
+class Step:
+    """One oracle step: a tool call (``tool`` + ``args``) or a workspace file write."""
+
+    tool: str | None = None
+    args: dict[str, Any] = field(default_factory=dict)
+    write_path: str | None = None
+    content: str = ""
+
+    @classmethod
+    def call(cls, tool: str, **args: Any) -> Step:
+        return cls(tool=tool, args=args)
+
+    @classmethod
+    def write(cls, path: str, content: str) -> Step:
+        return cls(write_path=path, content=content)
+
+
+@dataclass
+class ProceduralTask:
+    """A fully specified claw task from one (family, seed, difficulty)."""
+
+    family: str
+    seed: int
+    difficulty: Difficulty
+    category: str
+    title: str
+    instruction: str
+    services: list[str]
+    fixtures: dict[str, dict[str, Any]]
+    solution: list[Step]
+    checks: list[dict[str, Any]]
+    keywords: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return f"claw-{self.family}-{self.difficulty}-{self.seed}"
