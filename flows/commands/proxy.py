@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -16,12 +16,12 @@ def serve(
     engine: Annotated[str, typer.Option("--engine", help="OpenAI-compatible URL (vLLM), 'local' or 'local:/path'.")],
     host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to bind (0: a free one).")] = 8300,
-    admin_key: Annotated[Optional[str], typer.Option("--admin-key", help="Admin bearer key (default "
+    admin_key: Annotated[str | None, typer.Option("--admin-key", help="Admin bearer key (default "
                                                      "OPENFORGE_ADMIN_KEY, else a fresh one).")] = None,
-    db: Annotated[Optional[str], typer.Option("--db", help="Task DB URL (default: the settings' DB).")] = None,
-    model: Annotated[Optional[str], typer.Option(help="Model name to ask the engine for.")] = None,
-    public_url: Annotated[Optional[str], typer.Option("--public-url", help="Proxy address sandboxes use.")] = None,
-    max_tokens_cap: Annotated[Optional[int], typer.Option("--max-tokens-cap", help="Clamp max_tokens.")] = None,
+    db: Annotated[str | None, typer.Option("--db", help="Task DB URL (default: the settings' DB).")] = None,
+    model: Annotated[str | None, typer.Option(help="Model name to ask the engine for.")] = None,
+    public_url: Annotated[str | None, typer.Option("--public-url", help="Proxy address sandboxes use.")] = None,
+    max_tokens_cap: Annotated[int | None, typer.Option("--max-tokens-cap", help="Clamp max_tokens.")] = None,
     max_calls: Annotated[int, typer.Option("--max-calls", help="Model calls allowed per rollout.")] = 2000,
 ) -> None:
     """Serve the proxy until interrupted; prints one JSON line {url, admin_key} when bound."""

@@ -1,0 +1,357 @@
+"""The proxy's HTTP routes (DESIGN §10): thin handlers over the translators and the recorder.
+
+Model APIs, per rollout: ``/rollouts/<token>/v1/{chat/completions,responses,messages,models}``
+and the same under ``/v1/...`` with the token as ``Authorization: Bearer`` or ``x-api-key``.
+Admin API (bearer admin key): ``POST/GET /admin/rollouts``, ``GET /admin/rollouts/{id}``,
+``GET /admin/rollouts/{id}/calls``, ``POST /admin/rollouts/{id}/finish``; the runner finishes
+with ``POST /rollouts/<token>/finish``. ``GET /healthz`` is open.
+
+Every model call: authenticate the token → read and bound the body → translate to a chat
+body → ask the engine (never streamed) → record the call durably → answer in the caller's
+format, replaying a stream when one was asked for. Errors come back in the caller's format.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import secrets
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import orjson
+from fastapi import FastAPI, Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from openforge.settings import get_settings
+from training.engines.base import ChatEngine, EngineError, EngineRequestError
+from training.proxy.errors import Api, ProxyError, error_response
+from training.proxy.recorder import CallRecord, Recorder, RolloutState
+from training.proxy.translate_chat import (
+    chat_for_client,
+    chat_for_engine,
+    chat_stream_chunks,
+)
+from training.proxy.translate_messages import (
+    chat_to_messages,
+    messages_stream_events,
+    messages_to_chat,
+)
+from training.proxy.translate_responses import (
+    chat_to_responses,
+    responses_stream_events,
+    responses_to_chat,
+)
+from training.proxy.wire import JSONResponse, now, sse
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
+_SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+
+
+def _header_token(request: Request) -> str | None:
+    auth = request.headers.get("authorization", "")
+    if auth.lower().startswith("bearer "):
+        return auth[7:].strip() or None
+    return request.headers.get("x-api-key") or None
+
+
+async def _read_json(request: Request, limit: int) -> dict[str, Any]:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise ProxyError(413, f"request body of {declared} bytes exceeds the limit of {limit} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise ProxyError(413, f"request body exceeds the limit of {limit} bytes")
+        chunks.append(chunk)
+    try:
+        body = orjson.loads(b"".join(chunks))
+    except orjson.JSONDecodeError as exc:
+        raise ProxyError(400, f"malformed JSON body: {exc}") from exc
+    if not isinstance(body, dict):
+        raise ProxyError(400, f"request body must be a JSON object, got {type(body).__name__}")
+    return body
+
+
+def _samples(response: dict[str, Any]) -> tuple[list[int] | None, list[int] | None, list[float] | None, str | None]:
+    """Token ids, response ids, logprobs and finish reason from a vLLM-format answer."""
+    choice = (response.get("choices") or [{}])[0]
+    logprobs = None
+    content = (choice.get("logprobs") or {}).get("content") if isinstance(choice.get("logprobs"), dict) else None
+    if content:
+        logprobs = [float(entry.get("logprob", 0.0)) for entry in content]
+    return response.get("prompt_token_ids"), choice.get("token_ids"), logprobs, choice.get("finish_reason")
+
+
+def _stored_response(response: dict[str, Any]) -> dict[str, Any]:
+    """The engine's answer without what has its own columns (token ids, logprobs)."""
+    out = {k: v for k, v in response.items() if k not in ("prompt_token_ids", "prompt_logprobs")}
+    out["choices"] = [{k: v for k, v in c.items() if k not in ("token_ids", "logprobs")}
+                      for c in response.get("choices") or []]
+    return out
+
+
+def create_app(engine: ChatEngine, *, db_url: str | None = None, admin_key: str | None = None,
+               public_url: str | None = None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+               max_calls_per_rollout: int = 2000, served_models: list[str] | None = None,
+               max_tokens_cap: int | None = None, close_engine: bool = False, migrate: bool = True) -> FastAPI:
+    """The proxy app for ``engine``.
+
+    ``db_url`` defaults to the settings' task DB; ``admin_key`` to ``OPENFORGE_ADMIN_KEY`` or a
+    fresh random key (``app.state.admin_key``). ``public_url`` is the address sandboxes reach
+    the proxy at (default: the address the admin call came in on). With ``served_models``
+    set, a call naming another model is refused (404); by default any name is accepted and
+    the engine serves its own model. ``max_tokens_cap`` clamps a call's ``max_tokens`` (Claude
+    Code asks for up to 128k, more than a small engine's context). ``close_engine`` closes the
+    engine on shutdown.
+    """
+    settings = get_settings()
+    key = admin_key or settings.admin_key or secrets.token_urlsafe(24)
+    recorder = Recorder(db_url or settings.db_url, max_calls_per_rollout=max_calls_per_rollout,
+                        logs_dir=settings.rollouts_dir, migrate=migrate)
+    allowed = frozenset(served_models) if served_models else None
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        await recorder.start()
+        log.info("proxy recording to %s", recorder.db_url)
+        try:
+            yield
+        finally:
+            await recorder.stop()
+            if close_engine:
+                await engine.aclose()
+            elif callable(release := getattr(engine, "release_loop", None)):
+                await release()  # pools bound to this server's event loop die with it
+
+    app = FastAPI(title="OpenForge recording proxy", lifespan=lifespan, docs_url=None, redoc_url=None,
+                  openapi_url=None)
+    app.state.admin_key = key
+    app.state.recorder = recorder
+    app.state.engine = engine
+
+    # -- model calls -------------------------------------------------------------------------
+    async def model_call(api: Api, request: Request, token: str | None) -> Response:
+        t_start = time.perf_counter()
+        try:
+            state = await recorder.resolve(token)
+            body = await _read_json(request, max_body_bytes)
+            if allowed is not None and body.get("model") not in allowed:
+                raise ProxyError(404, f"model {body.get('model')!r} is not served here; served: {sorted(allowed)}",
+                                 param="model", code="model_not_found")
+            tool_map = None
+            if api == "chat":
+                chat = chat_for_engine(body)
+            elif api == "responses":
+                chat, tool_map = responses_to_chat(body)
+            else:
+                chat = messages_to_chat(body)
+            if max_tokens_cap is not None and int(chat.get("max_tokens") or max_tokens_cap + 1) > max_tokens_cap:
+                chat["max_tokens"] = max_tokens_cap
+            recorder.begin_call(state)
+            answer, timing = await _ask_engine(api, state, chat, body)
+            stream = bool(body.get("stream"))
+            if api == "chat":
+                if stream:
+                    payload = b"".join(sse(c) for c in chat_stream_chunks(answer, body)) + sse("[DONE]")
+                    return _timed(Response(payload, media_type="text/event-stream", headers=_SSE_HEADERS), timing, t_start)
+                return _timed(JSONResponse(chat_for_client(answer, body)), timing, t_start)
+            if api == "responses":
+                out = chat_to_responses(answer, body, tool_map)
+                events = responses_stream_events(out) if stream else None
+            else:
+                out = chat_to_messages(answer, body)
+                events = messages_stream_events(out) if stream else None
+            if events is not None:
+                payload = b"".join(sse(data, event=kind) for kind, data in events)
+                return _timed(Response(payload, media_type="text/event-stream", headers=_SSE_HEADERS), timing, t_start)
+            return _timed(JSONResponse(out), timing, t_start)
+        except ProxyError as exc:
+            return error_response(api, exc)
+        except Exception as exc:
+            log.exception("unexpected error serving a %s call", api)
+            return error_response(api, ProxyError(500, f"proxy internal error: {type(exc).__name__}: {exc}"))
+
+    async def _ask_engine(api: str, state: RolloutState, chat: dict[str, Any],
+                          body: dict[str, Any]) -> tuple[dict[str, Any], tuple[float, float]]:
+        """Ask the engine and record the call; returns the answer and (engine ms, record ms)."""
+        stored_request = dict(chat)
+        if api != "chat":
+            stored_request["_client_request"] = body
+        t0 = time.perf_counter()
+        try:
+            # vLLM's extras: the sample needs the engine's own ids and logprobs (DESIGN §5).
+            answer = await engine.chat_completions({**chat, "return_token_ids": True, "logprobs": True})
+        except EngineError as exc:
+            ms = (time.perf_counter() - t0) * 1000
+            await recorder.record(state, CallRecord(api=api, model=body.get("model"), request=stored_request,
+                                                    response=None, latency_ms=ms, status="error",
+                                                    error=f"{exc.kind}: {exc}", engine_error=True,
+                                                    policy_version=engine.policy_version))
+            raise ProxyError(exc.status_code if exc.status_code >= 500 else 502, f"engine error: {exc}") from exc
+        except EngineRequestError as exc:
+            ms = (time.perf_counter() - t0) * 1000
+            await recorder.record(state, CallRecord(api=api, model=body.get("model"), request=stored_request,
+                                                    response=None, latency_ms=ms, status="error",
+                                                    error=f"engine rejected the request: {exc}",
+                                                    policy_version=engine.policy_version))
+            raise ProxyError(exc.status_code, f"engine rejected the request: {exc}", param=exc.param) from exc
+        ms = (time.perf_counter() - t0) * 1000
+        prompt_ids, response_ids, logprobs, finish = _samples(answer)
+        t1 = time.perf_counter()
+        await recorder.record(state, CallRecord(
+            api=api, model=body.get("model"), request=stored_request, response=_stored_response(answer),
+            prompt_token_ids=prompt_ids, response_token_ids=response_ids, response_logprobs=logprobs,
+            finish_reason=finish, usage=answer.get("usage"), latency_ms=ms,
+            policy_version=answer.get("policy_version", engine.policy_version),
+        ))
+        return answer, (ms, (time.perf_counter() - t1) * 1000)
+
+    async def models(request: Request, token: str | None) -> Response:
+        try:
+            await recorder.resolve(token)
+            try:
+                ids = sorted(allowed) if allowed is not None else await engine.list_models()
+            except EngineError as exc:
+                raise ProxyError(502, f"engine error: {exc}") from exc
+            created = now()
+            data = [{"id": m, "object": "model", "created": created, "owned_by": "openforge",
+                     "type": "model", "display_name": m, "created_at": "1970-01-01T00:00:00Z"} for m in ids]
+            return JSONResponse({"object": "list", "data": data, "has_more": False,
+                                 "first_id": ids[0] if ids else None, "last_id": ids[-1] if ids else None})
+        except ProxyError as exc:
+            return error_response("models", exc)
+
+    async def count_tokens(request: Request, token: str | None) -> Response:
+        """Claude Code asks for token counts; answer with an estimate (≈4 bytes a token)."""
+        try:
+            await recorder.resolve(token)
+            body = await _read_json(request, max_body_bytes)
+            return JSONResponse({"input_tokens": max(1, len(orjson.dumps(body)) // 4)})
+        except ProxyError as exc:
+            return error_response("messages", exc)
+
+    routes: list[tuple[str, str, Callable[[Request, str | None], Awaitable[Response]]]] = [
+        ("POST", "chat/completions", lambda r, t: model_call("chat", r, t)),
+        ("POST", "responses", lambda r, t: model_call("responses", r, t)),
+        ("POST", "messages", lambda r, t: model_call("messages", r, t)),
+        ("POST", "messages/count_tokens", count_tokens),
+        ("GET", "models", models),
+    ]
+    for method, suffix, handler in routes:
+        _add_model_route(app, method, suffix, handler)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def check_admin(request: Request) -> None:
+        given = _header_token(request) or ""
+        if not hmac.compare_digest(given.encode(), key.encode()):
+            raise ProxyError(401, "admin key required (Authorization: Bearer <admin key>)")
+
+    async def admin_json(request: Request) -> dict[str, Any]:
+        check_admin(request)
+        if not await request.body():
+            return {}
+        return await _read_json(request, max_body_bytes)
+
+    @app.post("/admin/rollouts")
+    async def register(request: Request) -> Response:
+        try:
+            body = await admin_json(request)
+            meta = body.get("metadata") or {}
+            if not isinstance(meta, dict):
+                raise ProxyError(400, "metadata must be an object", param="metadata")
+            state, token = await recorder.register(
+                rollout_id=body.get("rollout_id"), task_id=body.get("task_id"), group_id=body.get("group_id"),
+                run_id=body.get("run_id"), role=body.get("role"), harness=body.get("harness"),
+                model=body.get("model"), metadata=meta)
+            base = (public_url or str(request.base_url)).rstrip("/")
+            return JSONResponse({"rollout_id": state.rollout_id, "token": token,
+                                 "base_url": f"{base}/rollouts/{token}/v1"}, status_code=201)
+        except ProxyError as exc:
+            return error_response("admin", exc)
+
+    @app.get("/admin/rollouts")
+    async def list_rollouts(request: Request, status: str = "live", limit: int = 1000) -> Response:
+        try:
+            check_admin(request)
+            return JSONResponse(await recorder.list(live_only=status == "live", limit=limit))
+        except ProxyError as exc:
+            return error_response("admin", exc)
+
+    @app.get("/admin/rollouts/{rollout_id}")
+    async def get_rollout(request: Request, rollout_id: str) -> Response:
+        try:
+            check_admin(request)
+            return JSONResponse(await recorder.get(rollout_id))
+        except ProxyError as exc:
+            return error_response("admin", exc)
+
+    @app.get("/admin/rollouts/{rollout_id}/calls")
+    async def get_calls(request: Request, rollout_id: str) -> Response:
+        try:
+            check_admin(request)
+            return JSONResponse(await recorder.calls(rollout_id))
+        except ProxyError as exc:
+            return error_response("admin", exc)
+
+    async def finish(state: RolloutState, body: dict[str, Any]) -> Response:
+        reward = body.get("reward")
+        if reward is not None and not isinstance(reward, (int, float)):
+            raise ProxyError(400, f"reward must be a number, got {reward!r}", param="reward")
+        timings = body.get("timings") if isinstance(body.get("timings"), dict) else None
+        out = await recorder.finish(state, status=str(body.get("status", "ok")), reward=reward,
+                                    error_kind=body.get("error_kind"), error=body.get("error"),
+                                    logs=body.get("logs"), timings=timings)
+        return JSONResponse(out)
+
+    @app.post("/admin/rollouts/{rollout_id}/finish")
+    async def admin_finish(request: Request, rollout_id: str) -> Response:
+        try:
+            body = await admin_json(request)
+            return await finish(await recorder.state_for_id(rollout_id), body)
+        except ProxyError as exc:
+            return error_response("admin", exc)
+
+    @app.post("/rollouts/{token}/finish")
+    async def token_finish(request: Request, token: str) -> Response:
+        try:
+            state = await recorder.resolve(token)
+            return await finish(state, await _read_json(request, max_body_bytes))
+        except ProxyError as exc:
+            return error_response("admin", exc)
+
+    @app.get("/healthz")
+    async def healthz() -> Response:
+        return JSONResponse({"ok": True, "time": now()})
+
+    return app
+
+
+def _timed(response: Response, timing: tuple[float, float], t_start: float) -> Response:
+    """Add a ``Server-Timing`` header: engine call, durable record, and the proxy's own time."""
+    engine_ms, record_ms = timing
+    total = (time.perf_counter() - t_start) * 1000
+    response.headers["server-timing"] = (f"engine;dur={engine_ms:.3f}, record;dur={record_ms:.3f}, "
+                                         f"proxy;dur={total - engine_ms:.3f}")
+    return response
+
+
+def _add_model_route(app: FastAPI, method: str, suffix: str,
+                     handler: Callable[[Request, str | None], Awaitable[Response]]) -> None:
+    """Plain Starlette routes (no FastAPI dependency solving on the hot path)."""
+
+    async def by_path(request: Request) -> Response:
+        return await handler(request, request.path_params["token"])
+
+    async def by_header(request: Request) -> Response:
+        return await handler(request, _header_token(request))
+
+    app.router.routes.append(Route(f"/rollouts/{{token}}/v1/{suffix}", by_path, methods=[method]))
+    app.router.routes.append(Route(f"/v1/{suffix}", by_header, methods=[method]))

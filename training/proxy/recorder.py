@@ -1,0 +1,399 @@
+"""Rollout registry and write-through recording of model calls into the task DB.
+
+Every write (register, call, finish) goes through one writer task that drains whatever has
+queued since its last commit and writes it in a single transaction (group commit). A caller
+awaits its own write's commit before the proxy answers, so an acknowledged model call
+survives a proxy restart; under load many calls share one commit.
+
+Rows: ``rollouts`` (id, token_sha256, task/group/run, role, harness, status, n_calls, meta)
+and ``model_calls`` (DESIGN §4). ``model_calls.request`` holds the chat body sent to the
+engine (plus ``_client_request``, the caller's original body, when the caller spoke
+Responses or Messages); ``response`` the engine's answer without token ids/logprobs, which
+live in their own columns. Failed engine calls are recorded with ``status="error"``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import secrets
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, func, select, update
+from sqlalchemy.orm import Session
+
+from storage.db import make_engine
+from storage.migrate import upgrade
+from storage.models import ModelCall, Rollout, RolloutStatus
+from training.proxy.errors import ProxyError
+
+log = logging.getLogger(__name__)
+
+_ROLLOUTS = Rollout.__table__
+_CALLS = ModelCall.__table__
+_REPORTABLE = {s.value for s in (RolloutStatus.ok, RolloutStatus.policy_error, RolloutStatus.infra_error,
+                                 RolloutStatus.timeout)}
+
+
+def token_sha256(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+@dataclass
+class RolloutState:
+    """What the proxy keeps in memory about one rollout it serves."""
+
+    rollout_id: str
+    finished: bool = False
+    next_index: int = 0
+    started_calls: int = 0
+    engine_errors: int = 0
+
+
+@dataclass
+class CallRecord:
+    """One model call as it goes into ``model_calls``."""
+
+    api: str
+    model: str | None
+    request: dict[str, Any]
+    response: dict[str, Any] | None
+    prompt_token_ids: list[int] | None = None
+    response_token_ids: list[int] | None = None
+    response_logprobs: list[float] | None = None
+    finish_reason: str | None = None
+    usage: dict[str, Any] | None = None
+    latency_ms: float | None = None
+    policy_version: int | None = None
+    status: str = "ok"
+    error: str | None = None
+    engine_error: bool = False
+
+
+@dataclass
+class _Op:
+    kind: str  # insert_rollout | insert_call | finish
+    data: dict[str, Any]
+    future: asyncio.Future = field(repr=False)
+
+
+def _iso(value: datetime | None) -> str | None:
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.isoformat()
+
+
+def rollout_dict(row: Rollout) -> dict[str, Any]:
+    return {
+        "rollout_id": row.id, "status": row.status, "reward": row.reward, "n_calls": row.n_calls,
+        "task_id": row.task_id, "group_id": row.group_id, "run_id": row.run_id, "role": row.role,
+        "harness": row.harness, "model": row.model, "error_kind": row.error_kind, "error": row.error,
+        "metadata": row.meta or {}, "timings": row.timings or {}, "logs_path": row.logs_path,
+        "seconds": row.seconds, "live": row.finished_at is None,
+        "created_at": _iso(row.created_at), "finished_at": _iso(row.finished_at),
+    }
+
+
+def call_dict(row: ModelCall) -> dict[str, Any]:
+    return {
+        "index": row.index, "api": row.api, "model": row.model, "request": row.request, "response": row.response,
+        "prompt_token_ids": row.prompt_token_ids, "response_token_ids": row.response_token_ids,
+        "response_logprobs": row.response_logprobs, "finish_reason": row.finish_reason, "usage": row.usage,
+        "latency_ms": row.latency_ms, "policy_version": row.policy_version, "status": row.status,
+        "error": row.error, "created_at": _iso(row.created_at),
+    }
+
+
+class Recorder:
+    """Rollout registry + batched write-through recorder over one DB URL."""
+
+    def __init__(self, db_url: str, *, max_calls_per_rollout: int = 2000, logs_dir: Path | None = None,
+                 migrate: bool = True) -> None:
+        self.db_url = db_url
+        self.max_calls_per_rollout = max_calls_per_rollout
+        self.logs_dir = logs_dir
+        self._migrate = migrate
+        self._db = make_engine(db_url)
+        self._by_sha: dict[str, RolloutState] = {}
+        self._pending: list[_Op] = []
+        self._wake: asyncio.Event | None = None
+        self._writer: asyncio.Task | None = None
+        self._closing = False
+        self._write_pool: ThreadPoolExecutor | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------
+    async def start(self) -> None:
+        if self._migrate:
+            await asyncio.to_thread(upgrade, self.db_url, self._db)
+        self._wake = asyncio.Event()
+        self._closing = False
+        # One dedicated writer thread: stays warm, and writes never queue behind reads.
+        self._write_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="openforge-proxy-writer")
+        self._writer = asyncio.create_task(self._run_writer(), name="openforge-proxy-writer")
+
+    async def stop(self) -> None:
+        self._closing = True
+        if self._wake is not None:
+            self._wake.set()
+        if self._writer is not None:
+            await self._writer
+            self._writer = None
+        if self._write_pool is not None:
+            self._write_pool.shutdown(wait=True)
+            self._write_pool = None
+        await asyncio.to_thread(self._db.dispose)
+
+    # -- writer --------------------------------------------------------------------------
+    async def _submit(self, kind: str, data: dict[str, Any]) -> Any:
+        if self._writer is None or self._wake is None:
+            raise ProxyError(503, "proxy recorder is not running")
+        fut = asyncio.get_running_loop().create_future()
+        self._pending.append(_Op(kind, data, fut))
+        self._wake.set()
+        return await fut
+
+    async def _run_writer(self) -> None:
+        assert self._wake is not None
+        while True:
+            if not self._pending:
+                if self._closing:
+                    return
+                await self._wake.wait()
+                self._wake.clear()
+                continue
+            batch, self._pending = self._pending, []
+            await self._write(batch)
+
+    async def _write(self, batch: list[_Op]) -> None:
+        try:
+            results = await asyncio.get_running_loop().run_in_executor(self._write_pool, self._apply, batch)
+        except Exception:
+            log.warning("batched write of %d ops failed; retrying one by one", len(batch), exc_info=True)
+            for op in batch:
+                try:
+                    (result,) = await asyncio.get_running_loop().run_in_executor(self._write_pool, self._apply, [op])
+                except Exception as exc:  # noqa: BLE001
+                    if not op.future.done():
+                        op.future.set_exception(exc)
+                else:
+                    if not op.future.done():
+                        op.future.set_result(result)
+            return
+        for op, result in zip(batch, results):
+            if not op.future.done():
+                op.future.set_result(result)
+
+    def _apply(self, batch: list[_Op]) -> list[Any]:
+        """Apply ops in order in one transaction (runs in a worker thread).
+
+        SQLAlchemy Core, not the ORM: the ORM's unit of work cost ~2.5 ms of CPU per call here,
+        Core about half; runs of consecutive calls go out as one executemany.
+        """
+        with self._db.begin() as conn:
+            i = 0
+            while i < len(batch):
+                op = batch[i]
+                if op.kind == "insert_call":
+                    j = i
+                    while j < len(batch) and batch[j].kind == "insert_call":
+                        j += 1
+                    self._insert_calls(conn, [o.data for o in batch[i:j]])
+                    i = j
+                    continue
+                if op.kind == "insert_rollout":
+                    conn.execute(_ROLLOUTS.insert(), [op.data])
+                elif op.kind == "finish":
+                    self._apply_finish(conn, op.data)
+                i += 1
+        return [None] * len(batch)
+
+    @staticmethod
+    def _insert_calls(conn: Connection, ops: list[dict[str, Any]]) -> None:
+        conn.execute(_CALLS.insert(), [o["row"] for o in ops])
+        per_rollout: dict[str, dict[str, Any]] = {}
+        for o in ops:
+            values = per_rollout.setdefault(o["row"]["rollout_id"], {"n_calls": 0})
+            values["n_calls"] = max(values["n_calls"], o["n_calls"])
+            if o.get("engine_error"):
+                values.update(status=RolloutStatus.infra_error.value, error_kind="engine_error", error=o["row"].get("error"))
+        for rollout_id, values in per_rollout.items():
+            conn.execute(update(_ROLLOUTS).where(_ROLLOUTS.c.id == rollout_id).values(**values))
+
+    @staticmethod
+    def _apply_finish(conn: Connection, data: dict[str, Any]) -> None:
+        row = conn.execute(select(_ROLLOUTS).where(_ROLLOUTS.c.id == data["rollout_id"])).mappings().first()
+        if row is None:
+            raise ProxyError(404, f"rollout {data['rollout_id']!r} not found")
+        meta = dict(row["metadata"] or {})
+        meta["reported_status"] = data["status"]
+        status, error_kind, error = data["status"], data.get("error_kind"), data.get("error")
+        if row["status"] == RolloutStatus.infra_error.value and row["error_kind"] == "engine_error":
+            # Engine errors are sticky: the rollout saw an infra failure whatever the runner says.
+            status, error_kind, error = row["status"], row["error_kind"], row["error"] or error
+        now = datetime.now(UTC)
+        created = row["created_at"]
+        if created is not None and created.tzinfo is None:
+            created = created.replace(tzinfo=UTC)
+        values: dict[str, Any] = {
+            "status": status, "error_kind": error_kind, "error": error, "reward": data.get("reward"),
+            "metadata": meta, "finished_at": now, "seconds": (now - created).total_seconds() if created else None,
+        }
+        if data.get("timings"):
+            values["timings"] = {**(row["timings"] or {}), **data["timings"]}
+        if data.get("logs_path"):
+            values["logs_path"] = data["logs_path"]
+        conn.execute(update(_ROLLOUTS).where(_ROLLOUTS.c.id == data["rollout_id"]).values(**values))
+
+    # -- rollouts ------------------------------------------------------------------------
+    async def register(self, *, rollout_id: str | None = None, task_id: str | None = None, group_id: str | None = None,
+                       run_id: str | None = None, role: str | None = None, harness: str | None = None,
+                       model: str | None = None, metadata: dict[str, Any] | None = None) -> tuple[RolloutState, str]:
+        """Create the rollout row (durably) and return its state and fresh token."""
+        rollout_id = rollout_id or uuid.uuid4().hex
+        token = "ofr_" + secrets.token_urlsafe(32)
+        sha = token_sha256(token)
+        row = {"id": rollout_id, "token_sha256": sha, "task_id": task_id, "group_id": group_id, "run_id": run_id,
+               "role": role or "train", "harness": harness, "model": model, "metadata": metadata or {},
+               "status": RolloutStatus.running.value}
+        try:
+            await self._submit("insert_rollout", row)
+        except ProxyError:
+            raise
+        except Exception as exc:
+            raise ProxyError(409, f"cannot register rollout {rollout_id!r}: {type(exc).__name__}") from exc
+        state = RolloutState(rollout_id=rollout_id)
+        self._by_sha[sha] = state
+        return state, token
+
+    async def resolve(self, token: str | None) -> RolloutState:
+        """The live rollout ``token`` belongs to; 401 unknown, 403 finished."""
+        if not token:
+            raise ProxyError(401, "missing rollout token (path /rollouts/<token>/v1, bearer or x-api-key)")
+        sha = token_sha256(token)
+        state = self._by_sha.get(sha)
+        if state is None:
+            state = await asyncio.to_thread(self._load_state, sha)
+            if state is None:
+                raise ProxyError(401, "unknown rollout token")
+            self._by_sha[sha] = state
+        if state.finished:
+            raise ProxyError(403, f"rollout {state.rollout_id} is finished; its token is no longer valid")
+        return state
+
+    def _load_state(self, sha: str) -> RolloutState | None:
+        with Session(self._db) as session:
+            row = session.execute(select(Rollout).where(Rollout.token_sha256 == sha)).scalar_one_or_none()
+            if row is None:
+                return None
+            last = session.execute(select(func.max(ModelCall.index)).where(ModelCall.rollout_id == row.id)).scalar()
+            n = 0 if last is None else last + 1
+            errors = 1 if (row.status == RolloutStatus.infra_error.value and row.error_kind == "engine_error") else 0
+            return RolloutState(rollout_id=row.id, finished=row.finished_at is not None, next_index=n,
+                                started_calls=n, engine_errors=errors)
+
+    def begin_call(self, state: RolloutState) -> None:
+        """Count a call against the rollout's limit before it reaches the engine."""
+        if state.started_calls >= self.max_calls_per_rollout:
+            raise ProxyError(400, f"rollout {state.rollout_id} reached its limit of {self.max_calls_per_rollout} model calls",
+                             code="too_many_calls")
+        state.started_calls += 1
+
+    async def record(self, state: RolloutState, call: CallRecord) -> int:
+        """Write one call durably; returns its index in the rollout."""
+        index = state.next_index
+        state.next_index += 1
+        if call.engine_error:
+            state.engine_errors += 1
+        row = {
+            "rollout_id": state.rollout_id, "index": index, "api": call.api, "model": call.model,
+            "request": call.request, "response": call.response, "prompt_token_ids": call.prompt_token_ids,
+            "response_token_ids": call.response_token_ids, "response_logprobs": call.response_logprobs,
+            "finish_reason": call.finish_reason, "usage": call.usage, "latency_ms": call.latency_ms,
+            "policy_version": call.policy_version, "status": call.status, "error": call.error,
+            "created_at": datetime.now(UTC),
+        }
+        await self._submit("insert_call", {"row": row, "n_calls": state.next_index, "engine_error": call.engine_error})
+        return index
+
+    async def finish(self, state: RolloutState, *, status: str, reward: float | None = None,
+                     error_kind: str | None = None, error: str | None = None, logs: str | None = None,
+                     timings: dict[str, float] | None = None) -> dict[str, Any]:
+        if status not in _REPORTABLE:
+            raise ProxyError(400, f"status must be one of {sorted(_REPORTABLE)}, got {status!r}", param="status")
+        if state.finished:
+            raise ProxyError(409, f"rollout {state.rollout_id} is already finished")
+        state.finished = True
+        logs_path = None
+        if logs and self.logs_dir is not None:
+            path = self.logs_dir / state.rollout_id / "runner.log"
+            await asyncio.to_thread(_write_text, path, logs)
+            logs_path = str(path)
+        await self._submit("finish", {"rollout_id": state.rollout_id, "status": status, "reward": reward,
+                                      "error_kind": error_kind, "error": error, "logs_path": logs_path,
+                                      "timings": timings})
+        return await self.get(state.rollout_id)
+
+    async def state_for_id(self, rollout_id: str) -> RolloutState:
+        for state in self._by_sha.values():
+            if state.rollout_id == rollout_id:
+                return state
+        sha = await asyncio.to_thread(self._sha_for_id, rollout_id)
+        if sha is None:
+            raise ProxyError(404, f"rollout {rollout_id!r} not found")
+        state = await asyncio.to_thread(self._load_state, sha)
+        assert state is not None
+        self._by_sha[sha] = state
+        return state
+
+    def _sha_for_id(self, rollout_id: str) -> str | None:
+        with Session(self._db) as session:
+            row = session.get(Rollout, rollout_id)
+            return None if row is None else row.token_sha256
+
+    # -- reads ---------------------------------------------------------------------------
+    async def get(self, rollout_id: str) -> dict[str, Any]:
+        def read() -> dict[str, Any] | None:
+            with Session(self._db) as session:
+                row = session.get(Rollout, rollout_id)
+                return None if row is None else rollout_dict(row)
+
+        out = await asyncio.to_thread(read)
+        if out is None:
+            raise ProxyError(404, f"rollout {rollout_id!r} not found")
+        return out
+
+    async def list(self, *, live_only: bool = True, limit: int = 1000) -> list[dict[str, Any]]:
+        def read() -> list[dict[str, Any]]:
+            with Session(self._db) as session:
+                q = select(Rollout).order_by(Rollout.created_at.desc()).limit(limit)
+                if live_only:
+                    q = q.where(Rollout.finished_at.is_(None))
+                return [rollout_dict(r) for r in session.execute(q).scalars()]
+
+        return await asyncio.to_thread(read)
+
+    async def calls(self, rollout_id: str) -> list[dict[str, Any]]:
+        def read() -> list[dict[str, Any]] | None:
+            with Session(self._db) as session:
+                if session.get(Rollout, rollout_id) is None:
+                    return None
+                q = select(ModelCall).where(ModelCall.rollout_id == rollout_id).order_by(ModelCall.index)
+                return [call_dict(c) for c in session.execute(q).scalars()]
+
+        out = await asyncio.to_thread(read)
+        if out is None:
+            raise ProxyError(404, f"rollout {rollout_id!r} not found")
+        return out
+
+
+def _write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)

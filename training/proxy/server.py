@@ -1,0 +1,138 @@
+"""Run an ASGI app (the proxy, or a test fake) with uvicorn inside this process.
+
+:class:`BackgroundUvicorn` serves an app on its own event loop in a daemon thread, on a
+socket bound before start (``port=0`` picks a free port), so sync and async callers in the
+main thread can both talk to it. :class:`ProxyServer` is the proxy served that way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import threading
+from typing import Any, Self
+
+import uvicorn
+
+from training.engines.base import ChatEngine
+
+log = logging.getLogger(__name__)
+
+
+class BackgroundUvicorn:
+    """An ASGI app served by uvicorn in a background thread; ``start()``/``stop()``."""
+
+    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0, log_level: str = "warning") -> None:
+        self.app = app
+        self.host = host
+        self.port = port
+        self.log_level = log_level
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def start(self, timeout: float = 30.0) -> None:
+        if self._thread is not None:
+            return
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.host, self.port))
+        self.port = sock.getsockname()[1]
+        config = uvicorn.Config(self.app, host=self.host, port=self.port, log_level=self.log_level,
+                                lifespan="on", access_log=False, timeout_graceful_shutdown=5)
+        self._server = uvicorn.Server(config)
+
+        def run() -> None:
+            try:
+                asyncio.run(self._server.serve(sockets=[sock]))
+            except BaseException as exc:  # noqa: BLE001 - reported to start()'s caller
+                self._error = exc
+            finally:
+                sock.close()
+
+        self._thread = threading.Thread(target=run, name=f"uvicorn-{self.port}", daemon=True)
+        self._thread.start()
+        deadline = threading.Event()
+        waited = 0.0
+        while not self._server.started:
+            if not self._thread.is_alive():
+                self._thread = None
+                raise RuntimeError(f"server on {self.url} failed to start: {self._error!r}")
+            if waited > timeout:
+                self.stop()
+                raise TimeoutError(f"server on {self.url} did not start within {timeout:.0f}s")
+            deadline.wait(0.01)
+            waited += 0.01
+
+    def stop(self, timeout: float = 15.0) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout)
+            if self._thread.is_alive():
+                log.warning("server on %s did not stop within %.0fs", self.url, timeout)
+        self._thread = None
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> Self:
+        await asyncio.to_thread(self.start)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await asyncio.to_thread(self.stop)
+
+
+class ProxyServer(BackgroundUvicorn):
+    """The recording proxy for ``engine``, served in-process; ``.url`` and ``.admin_key``.
+
+    Extra keyword arguments go to :func:`training.proxy.app.create_app`. The engine stays the
+    caller's to close.
+    """
+
+    def __init__(self, engine: ChatEngine, host: str = "127.0.0.1", port: int = 0, db_url: str | None = None,
+                 admin_key: str | None = None, **app_options: Any) -> None:
+        from training.proxy.app import create_app
+
+        app = create_app(engine, db_url=db_url, admin_key=admin_key, **app_options)
+        super().__init__(app, host=host, port=port)
+        self.engine = engine
+        self.admin_key: str = app.state.admin_key
+
+    def client(self) -> Any:
+        """A :class:`training.proxy.client.ProxyAdminClient` for this server."""
+        from training.proxy.client import ProxyAdminClient
+
+        return ProxyAdminClient(self.url, self.admin_key)
+
+
+
+def serve_foreground(app: Any, host: str = "127.0.0.1", port: int = 0,
+                     on_ready: Any = None, log_level: str = "warning") -> None:
+    """Serve ``app`` in this thread until interrupted; ``on_ready(url)`` once the socket is bound.
+
+    uvicorn picks uvloop/httptools when installed (the CLI's fast path).
+    """
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    url = f"http://{host}:{sock.getsockname()[1]}"
+    config = uvicorn.Config(app, host=host, port=sock.getsockname()[1], log_level=log_level, lifespan="on",
+                            access_log=False, timeout_graceful_shutdown=5)
+    server = uvicorn.Server(config)
+    if on_ready is not None:
+        on_ready(url)
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
