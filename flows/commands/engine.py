@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -15,7 +15,7 @@ model_app = typer.Typer(help="The policy model: convert the offline default, sho
 
 @model_app.command("prepare")
 def prepare(
-    models_dir: Annotated[Optional[Path], typer.Option("--models-dir", help="Default: OPENFORGE_HOME/models.")] = None,
+    models_dir: Annotated[Path | None, typer.Option("--models-dir", help="Default: OPENFORGE_HOME/models.")] = None,
     verify: Annotated[str, typer.Option(help="Check of an existing copy: none | size | sha256.")] = "size",
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
@@ -37,7 +37,7 @@ def prepare(
 
 @model_app.command("path")
 def path(
-    model: Annotated[Optional[str], typer.Argument(help="Folder or hub id (default: OPENFORGE_MODEL, else the default model).")] = None,
+    model: Annotated[str | None, typer.Argument(help="Folder or hub id (default: OPENFORGE_MODEL, else the default model).")] = None,
 ) -> None:
     """Print the model the engines and trainers will load (converting the default if needed)."""
     from training.engines.model_store import ModelStoreError, resolve_model

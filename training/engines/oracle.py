@@ -66,16 +66,24 @@ def parse_oracle_plan(solve_sh: str) -> list[PlanStep]:
     return steps
 
 
+def load_plan(task_dir: str | Path) -> list[PlanStep]:
+    """A task's oracle plan: ``solution/plan.json`` (``[{"tool", "arguments"}]``) when present,
+    else the tool calls parsed out of ``solution/solve.sh``; ``[]`` when it has neither."""
+    solution = Path(task_dir) / "solution"
+    plan_file = solution / "plan.json"
+    if plan_file.is_file():
+        return [PlanStep(step["tool"], dict(step.get("arguments") or {})) for step in json.loads(plan_file.read_text())]
+    solve = solution / "solve.sh"
+    return parse_oracle_plan(solve.read_text(encoding="utf-8")) if solve.is_file() else []
+
+
 def load_plans(task_dirs: list[str | Path]) -> dict[str, list[PlanStep]]:
-    """instruction text → oracle plan, for every task dir that has a parsable oracle."""
+    """instruction text → oracle plan, for every task dir that has a usable oracle."""
     plans: dict[str, list[PlanStep]] = {}
     for d in task_dirs:
-        d = Path(d)
-        solve = d / "solution" / "solve.sh"
-        if solve.is_file():
-            plan = parse_oracle_plan(solve.read_text(encoding="utf-8"))
-            if plan:
-                plans[(d / "instruction.md").read_text(encoding="utf-8").strip()] = plan
+        plan = load_plan(d)
+        if plan:
+            plans[(Path(d) / "instruction.md").read_text(encoding="utf-8").strip()] = plan
     return plans
 
 

@@ -1,0 +1,64 @@
+"""The oracle teacher engine: plans from solve.sh / plan.json, replayed in the policy's format."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from training.engines.base import EngineRequestError
+from training.engines.local.tools import parse_tool_calls
+from training.engines.oracle import FINAL_ANSWER, OracleTeacherEngine, load_plan, parse_oracle_plan
+
+SOLVE = """#!/usr/bin/env bash
+set -euo pipefail
+call() { python3 -m environments.claw.call "$@" >/dev/null; }
+# look it up first
+call calendar_list_events '{"date": "2026-03-04"}'
+call calendar_delete_event '{"id": "e3", "note": "it'"'"'s cancelled"}'
+python3 -m environments.claw.call notes_add_todo '{"title": "x"}'
+echo done > "$WS/out.txt"
+"""
+
+
+def test_parse_plan_follows_wrappers_and_quoting() -> None:
+    plan = parse_oracle_plan(SOLVE)
+    assert [(s.tool, s.arguments) for s in plan] == [
+        ("calendar_list_events", {"date": "2026-03-04"}),
+        ("calendar_delete_event", {"id": "e3", "note": "it's cancelled"}),
+        ("notes_add_todo", {"title": "x"}),
+    ]
+
+
+def test_plan_json_takes_precedence(tmp_path: Path) -> None:
+    (tmp_path / "solution").mkdir()
+    (tmp_path / "solution" / "solve.sh").write_text(SOLVE)
+    (tmp_path / "solution" / "plan.json").write_text(json.dumps([{"tool": "write_file", "arguments": {"path": "a"}}]))
+    assert [s.tool for s in load_plan(tmp_path)] == ["write_file"]
+
+
+def test_replays_the_plan_then_answers(tiny_model_dir: Path) -> None:
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
+    engine = OracleTeacherEngine({"Cancel the meeting.": parse_oracle_plan(SOLVE)[:2]}, tok)
+    tools = [{"type": "function", "function": {"name": "calendar_delete_event", "parameters": {"type": "object"}}}]
+    messages = [{"role": "user", "content": "Cancel the meeting.\n"}]
+    seen = []
+    for _ in range(3):
+        out = asyncio.run(engine.chat_completions({"messages": messages, "tools": tools}))
+        choice = out["choices"][0]
+        assert out["prompt_token_ids"] and choice["token_ids"][-1] == tok.eos_token_id
+        text = tok.decode(choice["token_ids"], skip_special_tokens=True)
+        if choice["message"].get("tool_calls"):
+            _, calls = parse_tool_calls(text)  # what the policy must learn to write parses back
+            seen.append(calls[0]["function"]["name"])
+            messages += [{"role": "assistant", "content": None, "tool_calls": choice["message"]["tool_calls"]},
+                         {"role": "tool", "tool_call_id": "x", "content": "{}"}]
+        else:
+            assert choice["message"]["content"] == FINAL_ANSWER
+    assert seen == ["calendar_list_events", "calendar_delete_event"]
+    with pytest.raises(EngineRequestError, match="no task instruction"):
+        asyncio.run(engine.chat_completions({"messages": [{"role": "user", "content": "something else"}]}))

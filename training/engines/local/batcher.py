@@ -1,0 +1,396 @@
+"""Continuous batching for the local engine: one worker thread, one shared KV cache.
+
+Requests are queued from any thread (:meth:`Batcher.submit` returns a
+``concurrent.futures.Future``; asyncio callers wrap it with ``asyncio.wrap_future`` so the
+event loop never blocks on the model). The worker loops:
+
+1. **admit** queued requests while the batch has room: the prompts waiting together are
+   prefilled in one left-padded forward pass (up to ``prefill_token_budget`` padded tokens;
+   ``logits_to_keep=1``), each prompt's cache row is repeated ``n`` times for ``n`` choices,
+   and the new rows are merged into the running batch by left-padding whichever side is
+   shorter (attention-mask zeros over the padding, explicit position ids per row, so
+   padding never shifts a row's positions);
+2. **commit** each row's pending token (sampled from the previous forward pass): append it
+   with its logprob, finish the row on end-of-turn / stop token / stop string / max tokens /
+   full context, resolve a request's future once all its choices are done, drop finished
+   rows from the cache and trim padding columns that no row needs any more;
+3. **decode** one token for every remaining row in a single forward pass.
+
+So sequences join and leave the batch independently and concurrent requests share every
+decode step. Weights are only touched under ``weights_lock``, which each forward pass
+holds; :meth:`LocalEngine.update_weights` takes it between steps.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import inspect
+import logging
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from transformers.cache_utils import DynamicCache, DynamicLayer
+
+from training.engines.base import EngineError
+from training.engines.local.sampling import (
+    Choice,
+    RowSampler,
+    SamplingParams,
+    choose_tokens,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class SequenceResult:
+    """One finished choice."""
+
+    token_ids: list[int]
+    logprobs: list[float]
+    top_logprobs: list[list[tuple[int, float]]]
+    finish_reason: str
+    stop_text_end: int | None  # char offset where a stop string began in the decoded text
+
+
+@dataclass
+class GenerationResult:
+    """What the worker hands back for one request."""
+
+    choices: list[SequenceResult]
+    policy_version: int
+    policy_version_final: int
+    queued_s: float
+    generation_s: float
+
+
+@dataclass
+class GenerationRequest:
+    prompt_ids: list[int]
+    params: SamplingParams
+    max_new_tokens: int
+    future: concurrent.futures.Future[GenerationResult] = field(default_factory=concurrent.futures.Future)
+    submitted_at: float = field(default_factory=time.monotonic)
+    admitted_at: float = 0.0
+    policy_version: int = 0
+    results: dict[int, SequenceResult] = field(default_factory=dict)
+
+
+@dataclass
+class _Row:
+    request: GenerationRequest
+    index: int
+    sampler: RowSampler
+    pending: Choice | None = None
+    token_ids: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    top: list[list[tuple[int, float]]] = field(default_factory=list)
+
+
+@dataclass
+class BatcherStats:
+    """Counters for tests and benches."""
+
+    prefill_passes: int = 0
+    decode_steps: int = 0
+    prompt_tokens: int = 0
+    generated_tokens: int = 0
+    max_rows: int = 0
+    requests_submitted: int = 0
+    requests_done: int = 0
+
+
+def _layers(cache: DynamicCache) -> list[DynamicLayer]:
+    layers = list(cache.layers)
+    for layer in layers:
+        if type(layer) is not DynamicLayer:
+            raise EngineError(
+                f"local engine: cache layer type {type(layer).__name__} cannot be batched "
+                "(only full-attention DynamicLayer caches are supported)",
+                kind="unsupported_model",
+            )
+    return layers
+
+
+def _left_pad(cache: DynamicCache, mask: torch.Tensor, width: int) -> torch.Tensor:
+    """Prepend ``width`` empty columns to every layer of ``cache``; return the widened mask."""
+    if width <= 0:
+        return mask
+    for layer in _layers(cache):
+        pad = layer.keys.new_zeros(*layer.keys.shape[:2], width, layer.keys.shape[-1])
+        layer.keys = torch.cat([pad, layer.keys], dim=-2)
+        pad = layer.values.new_zeros(*layer.values.shape[:2], width, layer.values.shape[-1])
+        layer.values = torch.cat([pad, layer.values], dim=-2)
+    return torch.cat([mask.new_zeros(mask.shape[0], width), mask], dim=1)
+
+
+class Batcher:
+    """Owns the worker thread that runs every forward pass of one model."""
+
+    def __init__(
+        self,
+        model: Any,
+        *,
+        eos_token_ids: set[int],
+        decode: Any,
+        max_batch_size: int = 8,
+        seed: int | None = None,
+        prefill_token_budget: int = 4096,
+        name: str = "local-engine",
+    ) -> None:
+        self.model = model
+        self.device = next(model.parameters()).device
+        self.eos_token_ids = eos_token_ids
+        self.decode = decode  # token ids -> text, for stop strings
+        self.max_batch_size = max(1, max_batch_size)
+        self.prefill_token_budget = prefill_token_budget  # padded tokens per grouped prefill
+        # transformers 5.x renamed ``past_key_values`` to ``cache``; accept either.
+        params = inspect.signature(model.forward).parameters
+        self._cache_kw = "cache" if "cache" in params else "past_key_values"
+        self.weights_lock = threading.Lock()
+        self.policy_version = 0
+        self.stats = BatcherStats()
+        self._generator = torch.Generator(device=self.device)
+        if seed is None:
+            self._generator.seed()
+        else:
+            self._generator.manual_seed(seed)
+        self._queue: deque[GenerationRequest] = deque()
+        self._wake = threading.Condition()
+        self._closed = False
+        self._rows: list[_Row] = []
+        self._cache: DynamicCache | None = None
+        self._mask: torch.Tensor | None = None  # [rows, cache_len] 1 = real token
+        self._positions: torch.Tensor | None = None  # [rows] position id of each pending token
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    # ----------------------------------------------------------------- public (any thread)
+    def submit(self, request: GenerationRequest) -> concurrent.futures.Future[GenerationResult]:
+        with self._wake:
+            if self._closed:
+                raise EngineError("local engine is closed", status_code=503)
+            self._queue.append(request)
+            self.stats.requests_submitted += 1
+            self._wake.notify()
+        return request.future
+
+    @property
+    def queued(self) -> int:
+        """Requests waiting for admission."""
+        with self._wake:
+            return len(self._queue)
+
+    def close(self, timeout: float = 30.0) -> None:
+        with self._wake:
+            self._closed = True
+            self._wake.notify()
+        self._thread.join(timeout)
+
+    # ------------------------------------------------------------------------ worker
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                while not self._queue and not self._rows and not self._closed:
+                    self._wake.wait()
+                if self._closed:
+                    break
+            try:
+                with torch.inference_mode():
+                    self._admit()
+                    self._commit()
+                    if self._rows:
+                        self._decode()
+            except Exception as exc:  # a failed forward pass fails the requests in it, not the engine
+                log.exception("local engine step failed")
+                self._fail_all(EngineError(f"local engine failed: {exc}", status_code=500))
+        self._fail_all(EngineError("local engine closed", status_code=503), include_queue=True)
+
+    def _fail_all(self, error: Exception, include_queue: bool = False) -> None:
+        requests = {id(row.request): row.request for row in self._rows}
+        if include_queue:
+            with self._wake:
+                requests.update({id(r): r for r in self._queue})
+                self._queue.clear()
+        for request in requests.values():
+            if not request.future.done():
+                request.future.set_exception(error)
+        self._rows, self._cache, self._mask, self._positions = [], None, None, None
+
+    def _next_group(self) -> list[GenerationRequest]:
+        """Queued requests to prefill together: they fit the batch and the padded-token budget."""
+        group: list[GenerationRequest] = []
+        rows, longest = len(self._rows), 0
+        with self._wake:
+            while self._queue:
+                request = self._queue[0]
+                if request.future.cancelled():
+                    self._queue.popleft()
+                    continue
+                n, length = request.params.n, len(request.prompt_ids)
+                if rows and rows + n > self.max_batch_size:
+                    break
+                if group and (len(group) + 1) * max(longest, length) > self.prefill_token_budget:
+                    break
+                group.append(self._queue.popleft())
+                rows, longest = rows + n, max(longest, length)
+        return group
+
+    def _admit(self) -> None:
+        while group := self._next_group():
+            try:
+                self._prefill(group)
+            except Exception as exc:  # these prompts failed (e.g. out of memory); the batch carries on
+                log.exception("local engine prefill of %d prompt(s) failed", len(group))
+                for request in group:
+                    if not request.future.done():
+                        request.future.set_exception(EngineError(f"local engine prefill failed: {exc}", status_code=500))
+
+    def _prefill(self, group: list[GenerationRequest]) -> None:
+        """One forward pass over the group's prompts, left-padded; join the running batch."""
+        lengths = [len(r.prompt_ids) for r in group]
+        width = max(lengths)
+        ids = torch.zeros(len(group), width, dtype=torch.long, device=self.device)
+        mask = torch.zeros(len(group), width, dtype=torch.long, device=self.device)
+        for i, request in enumerate(group):
+            request.admitted_at = time.monotonic()
+            request.policy_version = self.policy_version
+            ids[i, width - lengths[i] :] = torch.tensor(request.prompt_ids, device=self.device)
+            mask[i, width - lengths[i] :] = 1
+        positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
+        cache = DynamicCache(config=self.model.config)
+        padded = any(length != width for length in lengths)
+        with self.weights_lock:
+            out = self.model(
+                input_ids=ids,
+                attention_mask=mask if padded else None,  # unpadded: the causal fast path
+                position_ids=positions,
+                use_cache=True,
+                logits_to_keep=1,
+                **{self._cache_kw: cache},
+            )
+        self.stats.prefill_passes += 1
+        self.stats.prompt_tokens += sum(lengths)
+        # one row per choice: request i with n choices occupies n consecutive rows
+        index = [i for i, request in enumerate(group) for _ in range(request.params.n)]
+        rows = [self._new_row(request, j) for request in group for j in range(request.params.n)]
+        select = torch.tensor(index, device=self.device)
+        if index != list(range(len(group))):
+            cache.batch_select_indices(select)
+        logits = out.logits[:, -1, :][select]
+        for row, choice in zip(rows, choose_tokens(logits, [r.sampler for r in rows], self._generator), strict=True):
+            row.pending = choice
+        next_positions = torch.tensor([lengths[i] for i in index], dtype=torch.long, device=self.device)
+        self._merge(rows, cache, mask[select], next_positions)
+
+    def _new_row(self, request: GenerationRequest, index: int) -> _Row:
+        params = request.params
+        generator = None
+        if params.seed is not None:
+            generator = torch.Generator(device=self.device)
+            generator.manual_seed(params.seed + index)
+        sampler = RowSampler(params.temperature, params.top_p, params.top_k, params.top_logprobs, generator)
+        return _Row(request=request, index=index, sampler=sampler)
+
+    def _merge(self, rows: list[_Row], cache: DynamicCache, mask: torch.Tensor, positions: torch.Tensor) -> None:
+        if self._cache is None or self._mask is None or self._positions is None:
+            _layers(cache)
+            self._rows, self._cache, self._mask, self._positions = rows, cache, mask, positions
+        else:
+            width = self._mask.shape[1] - mask.shape[1]
+            mask = _left_pad(cache, mask, width)
+            self._mask = _left_pad(self._cache, self._mask, -width)
+            for mine, theirs in zip(_layers(self._cache), _layers(cache), strict=True):
+                mine.keys = torch.cat([mine.keys, theirs.keys], dim=0)
+                mine.values = torch.cat([mine.values, theirs.values], dim=0)
+            self._mask = torch.cat([self._mask, mask], dim=0)
+            self._positions = torch.cat([self._positions, positions], dim=0)
+            self._rows = self._rows + rows
+        self.stats.max_rows = max(self.stats.max_rows, len(self._rows))
+
+    def _finish_reason(self, row: _Row, choice: Choice) -> tuple[str | None, int | None]:
+        params = row.request.params
+        if not params.ignore_eos and choice.token in self.eos_token_ids:
+            return "stop", None
+        if choice.token in params.stop_token_ids:
+            return "stop", None
+        if params.stop:
+            text = self.decode(row.token_ids)
+            tail_from = max(0, len(text) - max(len(s) for s in params.stop) - 64)
+            hits = [pos for s in params.stop if (pos := text.find(s, tail_from)) >= 0]
+            if hits:
+                return "stop", min(hits)
+        if len(row.token_ids) >= row.request.max_new_tokens:
+            return "length", None
+        return None, None
+
+    def _commit(self) -> None:
+        keep: list[int] = []
+        for i, row in enumerate(self._rows):
+            request, choice = row.request, row.pending
+            assert choice is not None
+            if request.future.cancelled():
+                continue
+            row.token_ids.append(choice.token)
+            row.logprobs.append(choice.logprob)
+            row.top.append(choice.top)
+            self.stats.generated_tokens += 1
+            reason, stop_at = self._finish_reason(row, choice)
+            if reason is None:
+                keep.append(i)
+                continue
+            request.results[row.index] = SequenceResult(row.token_ids, row.logprobs, row.top, reason, stop_at)
+            if len(request.results) == request.params.n and not request.future.done():
+                now = time.monotonic()
+                result = GenerationResult(
+                    choices=[request.results[j] for j in range(request.params.n)],
+                    policy_version=request.policy_version,
+                    policy_version_final=self.policy_version,
+                    queued_s=request.admitted_at - request.submitted_at,
+                    generation_s=now - request.admitted_at,
+                )
+                self.stats.requests_done += 1
+                try:
+                    request.future.set_result(result)
+                except concurrent.futures.InvalidStateError:
+                    pass  # cancelled meanwhile
+        if len(keep) == len(self._rows):
+            return
+        if not keep:
+            self._rows, self._cache, self._mask, self._positions = [], None, None, None
+            return
+        assert self._cache is not None and self._mask is not None and self._positions is not None
+        index = torch.tensor(keep, device=self.device)
+        self._cache.batch_select_indices(index)
+        self._rows = [self._rows[i] for i in keep]
+        self._mask = self._mask[index]
+        self._positions = self._positions[index]
+        used = self._mask.any(dim=0).nonzero()
+        first = int(used[0]) if used.numel() else 0
+        if first > 0:  # drop padding columns no remaining row needs
+            for layer in _layers(self._cache):
+                layer.keys = layer.keys[..., first:, :]
+                layer.values = layer.values[..., first:, :]
+            self._mask = self._mask[:, first:]
+
+    def _decode(self) -> None:
+        assert self._cache is not None and self._mask is not None and self._positions is not None
+        tokens = torch.tensor([[row.pending.token] for row in self._rows if row.pending], device=self.device)
+        self._mask = torch.cat([self._mask, self._mask.new_ones(len(self._rows), 1)], dim=1)
+        with self.weights_lock:
+            out = self.model(
+                input_ids=tokens,
+                attention_mask=self._mask,
+                position_ids=self._positions[:, None],
+                use_cache=True,
+                **{self._cache_kw: self._cache},
+            )
+        self.stats.decode_steps += 1
+        self._positions = self._positions + 1
+        choices = choose_tokens(out.logits[:, -1, :], [row.sampler for row in self._rows], self._generator)
+        for row, choice in zip(self._rows, choices, strict=True):
+            row.pending = choice
