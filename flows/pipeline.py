@@ -15,7 +15,7 @@ from flows.artifacts import png_markdown, publish_markdown, publish_table, rows_
 from flows.params import PipelineParams, SynthesizeParams
 from flows.progress import stage
 from flows.synthesize import synthesize_flow
-from flows.training import publish_evaluation
+from flows.learning import publish_evaluation
 from tasks.training import distill_task, evaluate_task, rl_task, sft_task
 
 STAGES = ("synthesize RL tasks", "synthesize SFT tasks", "distill", "SFT", "evaluate base", "evaluate SFT",

@@ -115,7 +115,7 @@ def distill_cmd(
     """Teacher rollouts → filtered SFT data (JSONL + Parquet)."""
     _prefect_env()
     from flows.params import DistillParams
-    from flows.training import distill_flow
+    from flows.learning import distill_flow
 
     report = asyncio.run(distill_flow(DistillParams(preset=preset, teacher=teacher, n_per_task=n_per_task,
                                                     domain=domain, purpose=purpose, max_tasks=max_tasks)))
@@ -136,7 +136,7 @@ def train_cmd(
     """Train: `train sft --data X.parquet` or `train rl --preset claw`."""
     _prefect_env()
     from flows.params import RLParams, SFTParams
-    from flows.training import rl_flow, sft_flow
+    from flows.learning import rl_flow, sft_flow
 
     if kind == "sft":
         if not data:
@@ -162,7 +162,7 @@ def evaluate_cmd(
     """pass@k / pass^k per harness and behaviour analysis."""
     _prefect_env()
     from flows.params import EvaluateParams
-    from flows.training import evaluate_flow
+    from flows.learning import evaluate_flow
 
     report = asyncio.run(evaluate_flow(EvaluateParams(preset=preset, model_paths=model_path or [None],
                                                       harnesses=harness or ["react"], k=k, domain=domain,

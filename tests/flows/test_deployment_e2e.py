@@ -72,8 +72,9 @@ def test_pipeline_deployment_runs_on_a_process_worker(tmp_path: Path, openforge_
                                   capture_output=True, text=True, timeout=600)
         assert deployed.returncode == 0, deployed.stderr + deployed.stdout
         assert "work pool openforge-process" in deployed.stdout
+        worker_log = (tmp_path / "worker.log").open("w")
         worker = subprocess.Popen([PREFECT, "worker", "start", "--pool", "openforge-process", "--limit", "1"], cwd=REPO,
-                                  env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+                                  env=env, stdout=worker_log, stderr=subprocess.STDOUT, start_new_session=True)
         params = {"preset": "local", "n_rl_tasks": 1, "n_sft_tasks": 1, "eval_tasks": 1, "rl_steps": 1, "seed": 5,
                   "overrides": {"rollout.concurrency": 4, "harness_options.max_steps": 2, "rollout.max_tokens": 16,
                                 "train.group_size": 2, "train.train_batch_size": 1, "sft.epochs": 1,
@@ -81,7 +82,8 @@ def test_pipeline_deployment_runs_on_a_process_worker(tmp_path: Path, openforge_
         run = subprocess.run([PREFECT, "deployment", "run", "pipeline/local", "--param", f"params={json.dumps(params)}",
                               "--watch", "--watch-timeout", "1200"], cwd=REPO, env=env, capture_output=True, text=True,
                              timeout=1300)
-        assert "COMPLETED" in run.stdout + run.stderr, run.stdout[-3000:] + run.stderr[-3000:]
+        assert "finished successfully" in run.stdout + run.stderr, (
+            run.stdout[-2000:] + run.stderr[-2000:] + "\nworker log:\n" + (tmp_path / "worker.log").read_text()[-6000:])
         artifacts = httpx.post(f"{api}/artifacts/filter", json={}, timeout=30).json()
         keys = {a["key"] for a in artifacts if a.get("key")}
         assert {"pipeline-summary", "pipeline-report", "synthesis-stages", "evaluation"} <= keys

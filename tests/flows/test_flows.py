@@ -28,7 +28,7 @@ def test_synthesize_flow_verifies_tasks_and_publishes_tables(prefect_harness, op
 
 def test_flows_reject_an_empty_bank_with_a_clear_error(prefect_harness, openforge_home: Path) -> None:
     from flows.params import RLParams
-    from flows.training import rl_flow
+    from flows.learning import rl_flow
 
     with pytest.raises(ValueError, match="no verified tasks with domain='claw' purpose='rl'"):
         asyncio.run(rl_flow(RLParams(preset="local", domain="claw", steps=1)))
@@ -52,4 +52,4 @@ def test_pipeline_flow_runs_every_stage_on_a_tiny_policy(prefect_harness, openfo
     assert set(summary["eval_mean_reward"]) == {"base", "sft", "sft+rl"}
     assert Path(summary["radar_png"]).stat().st_size > 1000
     keys = asyncio.run(_artifact_keys())
-    assert {"pipeline-summary", "pipeline-report", "evaluation", "behaviour", "tool-usage"} <= keys
+    assert {"pipeline-summary", "pipeline-report", "evaluation", "behaviour"} <= keys

@@ -1,4 +1,6 @@
-"""Flows ``distill``, ``sft-train``, ``rl-train`` and ``evaluate``: each a short list of
+"""Flows ``distill``, ``sft-train``, ``rl-train`` and ``evaluate`` (module not named
+``training``: Prefect loads flow scripts with their folder on sys.path, where a
+``flows/training.py`` would shadow the ``training`` package). Each flow is a short list of
 steps over the task bank, calling the training workflows through thin Prefect tasks."""
 
 from __future__ import annotations
