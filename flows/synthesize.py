@@ -14,7 +14,7 @@ async def synthesize_flow(params: SynthesizeParams = SynthesizeParams()) -> dict
     """Propose → prune → build → test → refine over the shared task DB until `n` tasks of
     `domain` are verified. Re-running with the same `run_id` resumes without repeating paid
     calls. Publishes per-stage totals and task counts as table artifacts."""
-    report = await run_synthesis(params)
+    report = await run_synthesis(**params.model_dump())
     await publish_table(
         "synthesis-stages",
         [{"stage": s, **v} for s, v in report["stages"].items()],
