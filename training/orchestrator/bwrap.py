@@ -57,6 +57,13 @@ def _deepest_existing(dest: PurePosixPath) -> Path:
     return p
 
 
+def _runtime_paths_under_tmpfs() -> list[str]:
+    """Runtime paths (see ``runtime.runtime_paths``) under the sandbox's fresh /tmp or /run."""
+    from training.orchestrator.runtime import runtime_paths  # noqa: PLC0415
+
+    return [p for p in runtime_paths() if Path(p).parts[1:2] in (("tmp",), ("run",))]
+
+
 def build_argv(plan: BwrapPlan, *, chdir: str, command: list[str]) -> list[str]:
     """The full ``bwrap ... -- command`` argv for ``plan``."""
     exe = bwrap_path() or "bwrap"
@@ -72,6 +79,10 @@ def build_argv(plan: BwrapPlan, *, chdir: str, command: list[str]) -> list[str]:
             argv += ["--ro-bind", str(entry), str(entry)]
             top_bound.add(str(entry))
     argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run"]
+    # Our own runtime (venv, interpreter, this checkout, harness tools) may live under /tmp
+    # or /run, which the fresh tmpfs mounts above just covered: bind it back, read-only.
+    for path in _runtime_paths_under_tmpfs():
+        argv += ["--ro-bind", path, path]
     for hidden in plan.hidden:
         if Path(hidden).exists():
             argv += ["--tmpfs", hidden]

@@ -51,6 +51,7 @@ from training.orchestrator.layout import (
 )
 from training.orchestrator.relay import SANDBOX_RELAY_DIR, HostRelays, loopback_target
 from training.orchestrator.runtime import (
+    runtime_paths,
     SANDBOX_INIT,
     runner_command,
     sandbox_env,
@@ -94,18 +95,7 @@ def docker_unavailable_reason() -> str | None:
 
 def runtime_mounts() -> list[str]:
     """Host paths the runner needs, bind-mounted read-only at the same place."""
-    import environments
-
-    paths = {Path(sys.base_prefix).resolve(), Path(sys.prefix), Path(environments.__file__).resolve().parent.parent}
-    tools = Path(os.environ.get("OPENFORGE_TOOLS_DIR", "/opt/openforge-tools"))
-    if tools.is_dir():
-        paths.add(tools)
-    ordered = sorted(paths, key=lambda p: len(p.parts))
-    kept: list[Path] = []
-    for p in ordered:  # a path inside another mounted one needs no mount of its own
-        if not any(k == p or k in p.parents for k in kept):
-            kept.append(p)
-    return [str(p) for p in kept]
+    return runtime_paths()
 
 
 #: Where host binaries the harnesses need (node) are mounted; appended last to PATH so an

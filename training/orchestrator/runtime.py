@@ -17,9 +17,27 @@ from training.orchestrator.config import get_orchestrator_settings
 from training.orchestrator.procs import SANDBOX_ENV
 
 SANDBOX_INIT = Path(__file__).with_name("sandbox_init.py")
+#: The checkout whose code runs in the sandbox (bound read-only by every backend).
+REPO_ROOT = Path(__file__).resolve().parents[2]
 BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #: Host env vars passed into sandboxes (never API keys: the rollout token is the only credential).
 PASS_ENV = ("OPENFORGE_TOOLS_DIR", "OPENFORGE_LOG_LEVEL", "TZ")
+
+
+def runtime_paths() -> list[str]:
+    """Host paths the runner needs (interpreter, venv, this checkout, harness tools), outermost
+    first; a path inside another listed one is left out. Backends bind them read-only at the
+    same place."""
+    from environments.harnesses.binaries import tools_dir  # noqa: PLC0415
+
+    paths = {Path(sys.base_prefix).resolve(), Path(sys.prefix), REPO_ROOT}
+    if tools_dir().is_dir():
+        paths.add(tools_dir())
+    kept: list[Path] = []
+    for p in sorted(paths, key=lambda q: len(q.parts)):
+        if not any(k == p or k in p.parents for k in kept):
+            kept.append(p)
+    return [str(p) for p in kept]
 
 
 def sandbox_python() -> str:
@@ -77,4 +95,7 @@ def sandbox_env(spec: RolloutSpec, *, dockerfile_env: dict[str, str], home: str,
     if spec.model:
         env["OPENFORGE_MODEL"] = spec.model
     env[SANDBOX_ENV] = spec.rollout_id
+    # The runner, harnesses and oracles import this checkout's packages: name it explicitly
+    # rather than trusting whichever editable install the interpreter happens to point at.
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
     return env
