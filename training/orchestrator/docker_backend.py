@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 from environments.records import ErrorKind, RolloutSpec
-from environments.taskdir import TaskDirError, load_task
 from openforge.settings import get_settings
 from training.orchestrator.backend import SandboxError, SandboxExit, SandboxHandle
 from training.orchestrator.config import get_orchestrator_settings
@@ -46,7 +45,7 @@ from training.orchestrator.images import (
 from training.orchestrator.layout import (
     SandboxDirs,
     copy_tests,
-    lay_out,
+    load_and_lay_out,
     remove_sandbox,
 )
 from training.orchestrator.relay import SANDBOX_RELAY_DIR, HostRelays, loopback_target
@@ -157,13 +156,8 @@ class DockerBackend:
     # -- start -----------------------------------------------------------------------
     async def start(self, spec: RolloutSpec) -> SandboxHandle:
         t0 = time.monotonic()
-        try:
-            task = await asyncio.to_thread(load_task, spec.task_dir)
-        except TaskDirError as exc:
-            raise SandboxError(f"invalid task dir: {exc}", kind=ErrorKind.start_failed) from exc
-        base = self.rollouts_dir / spec.rollout_id
         self._started.add(spec.rollout_id)
-        dirs = await asyncio.to_thread(lay_out, base, task.path, spec.harness)
+        task, base, dirs = await asyncio.to_thread(load_and_lay_out, spec, self.rollouts_dir)
         handle = SandboxHandle(rollout_id=spec.rollout_id, backend=self.name, isolation="docker",
                                root=str(base), logs_dir=str(dirs.logs))
         handle.state.update(dirs=dirs, task_dir=task.path)

@@ -13,6 +13,10 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from environments.records import ErrorKind, RolloutSpec
+from environments.taskdir import TaskDir, TaskDirError, load_task
+from training.orchestrator.backend import SandboxError
+
 #: Top-level task entries the agent must not see during its phase.
 HIDDEN_TASK_ENTRIES = ("tests", "solution")
 ORACLE_HARNESSES = ("oracle",)
@@ -114,3 +118,14 @@ def remove_sandbox(dirs: SandboxDirs) -> None:
                 except OSError:
                     pass
         shutil.rmtree(dirs.sandbox, ignore_errors=True)
+
+
+def load_and_lay_out(spec: RolloutSpec, rollouts_dir: Path) -> tuple[TaskDir, Path, SandboxDirs]:
+    """The first step of every backend's ``start``: load the task dir (an invalid one is a
+    ``start_failed`` sandbox error) and lay out the sandbox under ``rollouts_dir/<id>``."""
+    try:
+        task = load_task(spec.task_dir)
+    except TaskDirError as exc:
+        raise SandboxError(f"invalid task dir: {exc}", kind=ErrorKind.start_failed) from exc
+    base = rollouts_dir / spec.rollout_id
+    return task, base, lay_out(base, task.path, spec.harness)

@@ -23,7 +23,6 @@ import time
 from pathlib import Path, PurePosixPath
 
 from environments.records import ErrorKind, RolloutSpec
-from environments.taskdir import TaskDirError, load_task
 from openforge.settings import get_settings
 from training.orchestrator.backend import SandboxError, SandboxExit, SandboxHandle
 from training.orchestrator.bwrap import BwrapPlan, Mount, build_argv, bwrap_path
@@ -33,7 +32,7 @@ from training.orchestrator.follow import RunnerFollower, stream_lines
 from training.orchestrator.layout import (
     SandboxDirs,
     copy_tests,
-    lay_out,
+    load_and_lay_out,
     remove_sandbox,
 )
 from training.orchestrator.procs import all_sandbox_ids, kill_tree, sandbox_pids
@@ -137,13 +136,8 @@ class LocalBackend:
     # -- start -----------------------------------------------------------------------
     async def start(self, spec: RolloutSpec) -> SandboxHandle:
         t0 = time.monotonic()
-        try:
-            task = await asyncio.to_thread(load_task, spec.task_dir)
-        except TaskDirError as exc:
-            raise SandboxError(f"invalid task dir: {exc}", kind=ErrorKind.start_failed) from exc
-        base = self.rollouts_dir / spec.rollout_id
         self._started.add(spec.rollout_id)
-        dirs = await asyncio.to_thread(lay_out, base, task.path, spec.harness)
+        task, base, dirs = await asyncio.to_thread(load_and_lay_out, spec, self.rollouts_dir)
         handle = SandboxHandle(
             rollout_id=spec.rollout_id, backend=self.name, isolation=self.mode, root=str(base), logs_dir=str(dirs.logs)
         )
