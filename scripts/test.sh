@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything the tests need and runs the whole suite (what .ci/run calls).
-# Starts the services tests use: PostgreSQL on loopback, a Docker engine when it can.
+# Starts the services tests use: PostgreSQL on loopback, a Docker engine and a local image
+# registry when it can.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh --dev
@@ -17,6 +18,12 @@ if DOCKER_LINE="$(bash scripts/start-dockerd.sh)"; then
   bash scripts/build-base-image.sh >/dev/null || echo "[test] base image build failed: docker tests will skip" >&2
 else
   echo "[test] Docker engine could not start: docker tests will skip" >&2
+fi
+# Local image registry on 127.0.0.1:5000 (kubernetes backend: push, then pull-check).
+if REGISTRY_LINE="$(bash scripts/start-registry.sh)"; then
+  export "${REGISTRY_LINE}"
+else
+  echo "[test] local registry could not start: registry tests will skip" >&2
 fi
 export PREFECT_SERVER_ANALYTICS_ENABLED=false PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS=120
 exec .venv/bin/python -m pytest "$@"

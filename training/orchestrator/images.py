@@ -181,3 +181,40 @@ def build_task_image(client: Any, task_path: Path, *, base: str, aliases: dict[s
         built = True
     workdir = (image.attrs.get("Config") or {}).get("WorkingDir") or "/app"
     return TaskImage(tag=tag, workdir=workdir, built=built, from_images=mapping)
+
+
+# ---- pushing to a registry (the kubernetes backend's pods pull from there) ---------------
+
+
+class ImagePushError(RuntimeError):
+    """A task image could not be pushed; the message names the image and the registry's answer."""
+
+
+def remote_ref(tag: str, registry: str) -> str:
+    """``openforge-task:<hash>`` under ``registry`` (``host[:port]``): ``host:port/openforge-task:<hash>``."""
+    return f"{registry.rstrip('/')}/{tag}"
+
+
+def push_task_image(client: Any, tag: str, registry: str) -> str:
+    """Tag the local image ``tag`` (``repo:version``) under ``registry`` and push it with the
+    Docker SDK; returns the remote reference. Blocking. Raises ImagePushError (one line)."""
+    from docker.errors import APIError, DockerException, ImageNotFound
+
+    remote = remote_ref(tag, registry)
+    repo, _, version = remote.rpartition(":")
+    if not repo or "/" in version:
+        raise ImagePushError(f"push {tag}: expected a repo:tag image name")
+    try:
+        client.images.get(tag).tag(repo, tag=version)
+        for line in client.api.push(repo, tag=version, stream=True, decode=True):
+            if isinstance(line, dict) and (line.get("error") or line.get("errorDetail")):
+                detail = line.get("error") or (line.get("errorDetail") or {}).get("message", "")
+                raise ImagePushError(f"push {remote}: {str(detail).strip().splitlines()[0][:300]}")
+    except ImageNotFound as exc:
+        raise ImagePushError(f"push {remote}: no local image {tag}") from exc
+    except APIError as exc:
+        raise ImagePushError(f"push {remote}: {str(exc.explanation or exc).splitlines()[0][:300]}") from exc
+    except DockerException as exc:
+        raise ImagePushError(f"push {remote}: {str(exc).splitlines()[0][:300]}") from exc
+    log.info("pushed %s", remote)
+    return remote
