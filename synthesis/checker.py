@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import shutil
+import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -110,6 +111,9 @@ class LocalChecker:
         workspace, logs = root / "workspace", root / "logs"
         for d in (workspace, logs / "agent", logs / "verifier"):
             d.mkdir(parents=True, exist_ok=True)
+        seed = task_dir / "environment" / "files"  # the initial workspace (Dockerfile: COPY files/ <WORKDIR>)
+        if seed.is_dir():
+            await asyncio.to_thread(shutil.copytree, seed, workspace, dirs_exist_ok=True)
         outcome = CheckOutcome(harness=harness, log_path=str(logs))
         server = ClawServer.for_task(task_dir) if task.config.metadata.services else None
         try:
@@ -119,6 +123,7 @@ class LocalChecker:
                 env.update(server.env())
                 env["CLAW_URL"] = server.url
             env.update(
+                OPENFORGE_PYTHON=sys.executable,  # oracles that replay a harness's action layer need our deps
                 WORKSPACE=str(workspace), LOGS_DIR=str(logs), TESTS_DIR=str(task_dir / "tests"),
                 PYTHONPATH=os.pathsep.join(p for p in (str(_REPO_ROOT), env.get("PYTHONPATH", "")) if p),
             )

@@ -78,7 +78,11 @@ class ClawServer:
 
     # -- shared
     def _argv(self, ready: Path) -> list[str]:
-        argv = [self.python, "-m", "environments.claw.serve", "--services", ",".join(self.services),
+        from environments.browser.names import is_site_group  # noqa: PLC0415 - a constant, no deps
+
+        # Browser-use tasks name mock websites; their launcher speaks the same ready protocol.
+        module = "environments.browser.serve" if is_site_group(self.services) else "environments.claw.serve"
+        argv = [self.python, "-m", module, "--services", ",".join(self.services),
                 "--host", self.host, "--port", str(self.port), "--ready-file", str(ready)]
         if self.fixtures:
             argv += ["--fixtures", str(self.fixtures)]

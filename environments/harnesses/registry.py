@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from environments.harnesses.adapters.browser_use import BrowserUseHarness
 from environments.harnesses.adapters.builtin import NoopHarness, OracleHarness
 from environments.harnesses.adapters.claude_code import ClaudeCodeHarness
 from environments.harnesses.adapters.codex import CodexHarness
 from environments.harnesses.adapters.command import CommandHarness
+from environments.harnesses.adapters.computer_use import ComputerUseHarness
 from environments.harnesses.adapters.mini_swe_agent import MiniSweAgentHarness
 from environments.harnesses.adapters.openclaw import OpenClawHarness
 from environments.harnesses.adapters.react import ReactHarness
@@ -17,6 +19,7 @@ _HARNESSES: dict[str, Harness] = {
     for h in (
         ReactHarness(), CodexHarness(), ClaudeCodeHarness(), OpenClawHarness(),
         MiniSweAgentHarness(), CommandHarness(), ZeroClawHarness(), OracleHarness(), NoopHarness(),
+        ComputerUseHarness(), BrowserUseHarness(),
     )
 }
 _ALIASES = {"claude": "claude-code", "mini": "mini-swe-agent", "mini-swe": "mini-swe-agent"}

@@ -1,6 +1,7 @@
 """The task's mock services (claw family) for the length of a rollout.
 
-``task.toml [metadata] services`` names them; fixtures come from
+``task.toml [metadata] services`` names them (mock websites of environments/browser are
+served by ``environments.browser.serve`` instead); fixtures come from
 ``<task>/environment/fixtures``. One ``python -m environments.claw.serve`` process hosts
 them all on a free port; we wait for its ready file (or ``CLAW_READY <url>`` line) and
 ``GET /healthz``,
@@ -47,7 +48,11 @@ class ServiceGroup:
         self._proc: asyncio.subprocess.Process | None = None
 
     def argv(self) -> list[str]:
-        argv = [self.python, "-m", "environments.claw.serve", "--services", ",".join(self.services),
+        from environments.browser.names import is_site_group  # noqa: PLC0415 - a constant, no deps
+
+        # Browser-use tasks name mock websites; their launcher speaks the same ready protocol.
+        module = "environments.browser.serve" if is_site_group(self.services) else "environments.claw.serve"
+        argv = [self.python, "-m", module, "--services", ",".join(self.services),
                 "--host", "127.0.0.1", "--port", "0", "--ready-file", str(self.ready_file)]
         if self.fixtures is not None and self.fixtures.exists():
             argv += ["--fixtures", str(self.fixtures)]

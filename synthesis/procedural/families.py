@@ -18,14 +18,17 @@ Family = Callable[[random.Random, Difficulty], ProceduralTask]
 FAMILIES: dict[str, Family] = {}
 #: Services each family uses (for pools, docs and the multi-service count).
 FAMILY_SERVICES: dict[str, list[str]] = {}
+#: The domain each family generates tasks for (claw unless registered otherwise).
+FAMILY_DOMAIN: dict[str, str] = {}
 
 _SCALE = {"easy": 0, "medium": 1, "hard": 2}
 
 
-def family(name: str, services: list[str]) -> Callable[[Family], Family]:
+def family(name: str, services: list[str], domain: str = "claw") -> Callable[[Family], Family]:
     def deco(fn: Family) -> Family:
         FAMILIES[name] = fn
         FAMILY_SERVICES[name] = services
+        FAMILY_DOMAIN[name] = domain
         return fn
 
     return deco

@@ -39,6 +39,8 @@ def render_solve_sh(task: ProceduralTask) -> str:
 
 def task_config(task: ProceduralTask, *, purpose: str = "rl", run_id: str | None = None,
                 proposer: str = "procedural") -> TaskConfig:
+    if not isinstance(task, ProceduralTask):  # another domain's task renders itself (computer-use)
+        return task.task_config(purpose=purpose, run_id=run_id, proposer=proposer)
     return TaskConfig.model_validate({
         "task": {"name": task.name, "description": task.title, "keywords": task.keywords},
         "metadata": {
@@ -54,6 +56,8 @@ def task_config(task: ProceduralTask, *, purpose: str = "rl", run_id: str | None
 
 def task_files(task: ProceduralTask) -> dict[str, str | bytes]:
     """Every file of the task dir except instruction.md and task.toml."""
+    if not isinstance(task, ProceduralTask):  # another domain's task renders itself (computer-use)
+        return task.task_files()
     from environments.claw.taskgen import environment_files  # noqa: PLC0415 - sibling room, loaded on use
 
     files: dict[str, str | bytes] = dict(environment_files(task.services, task.fixtures))

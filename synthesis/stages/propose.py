@@ -21,7 +21,12 @@ from storage.models import Candidate, CandidateStatus, Task, TaskStatus
 from synthesis import prompts
 from synthesis.config import SynthContext
 from synthesis.pools import PoolItem, load_pool, packaged_pool, sample
-from synthesis.procedural.families import FAMILIES, FAMILY_SERVICES, generate
+from synthesis.procedural.families import (
+    FAMILIES,
+    FAMILY_DOMAIN,
+    FAMILY_SERVICES,
+    generate,
+)
 from synthesis.stages.common import StageStats, Timer
 from synthesis.store import add_candidate, count_candidates, ledger_get, ledger_put
 from synthesis.tools import proposal_tools
@@ -61,9 +66,9 @@ def _propose_procedural(ctx: SynthContext, want: int, stats: StageStats) -> None
     by_family: dict[str, list[PoolItem]] = defaultdict(list)
     for item in items:
         for fam in item.families:
-            if fam in FAMILIES:
+            if fam in FAMILIES and FAMILY_DOMAIN.get(fam, "claw") == ctx.config.domain:
                 by_family[fam].append(item)
-    families = sorted(by_family) or sorted(FAMILIES)
+    families = sorted(by_family) or sorted(f for f in FAMILIES if FAMILY_DOMAIN.get(f, "claw") == ctx.config.domain)
     limit = 50 * max(want, 1) + 100
     for i in range(limit):
         if count_candidates(ctx.engine, ctx.run_id, CandidateStatus.proposed) >= want:

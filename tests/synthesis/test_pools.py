@@ -7,15 +7,20 @@ from pathlib import Path
 import pytest
 
 from synthesis.pools import PoolError, load_pool, packaged_pool, sample
-from synthesis.procedural.families import FAMILIES
+from synthesis.procedural.families import FAMILIES, FAMILY_DOMAIN
 
 
 def test_packaged_claw_pool_covers_every_family() -> None:
     items = packaged_pool("claw")
     assert len(items) >= 25
     assert {i.kind for i in items} >= {"skill", "use_case", "seed_instruction"}
-    assert set(FAMILIES) <= {f for i in items for f in i.families}
+    assert {f for f in FAMILIES if FAMILY_DOMAIN[f] == "claw"} <= {f for i in items for f in i.families}
     assert len({i.id for i in items}) == len(items)
+
+
+def test_packaged_computer_use_pool_covers_its_families() -> None:
+    items = packaged_pool("computer-use")
+    assert {f for f in FAMILIES if FAMILY_DOMAIN[f] == "computer-use"} == {f for i in items for f in i.families}
 
 
 def test_user_pool_folder_mixes_jsonl_json_and_markdown(tmp_path: Path) -> None:

@@ -13,12 +13,14 @@ format, replaying a stream when one was asked for. Errors come back in the calle
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import logging
 import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -29,6 +31,14 @@ from starlette.routing import Route
 from openforge.settings import get_settings
 from training.engines.base import ChatEngine, EngineError, EngineRequestError
 from training.proxy.errors import Api, ProxyError, error_response
+from training.proxy.images import (
+    BlobStore,
+    ImageError,
+    accepts_images,
+    externalize_images,
+    has_inline_images,
+    images_to_text,
+)
 from training.proxy.recorder import CallRecord, Recorder, RolloutState
 from training.proxy.translate_chat import (
     chat_for_client,
@@ -101,7 +111,8 @@ def _stored_response(response: dict[str, Any]) -> dict[str, Any]:
 def create_app(engine: ChatEngine, *, db_url: str | None = None, admin_key: str | None = None,
                public_url: str | None = None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
                max_calls_per_rollout: int = 2000, served_models: list[str] | None = None,
-               max_tokens_cap: int | None = None, close_engine: bool = False, migrate: bool = True) -> FastAPI:
+               max_tokens_cap: int | None = None, close_engine: bool = False, migrate: bool = True,
+               blobs_dir: Path | None = None) -> FastAPI:
     """The proxy app for ``engine``.
 
     ``db_url`` defaults to the settings' task DB; ``admin_key`` to ``OPENFORGE_ADMIN_KEY`` or a
@@ -110,13 +121,17 @@ def create_app(engine: ChatEngine, *, db_url: str | None = None, admin_key: str 
     set, a call naming another model is refused (404); by default any name is accepted and
     the engine serves its own model. ``max_tokens_cap`` clamps a call's ``max_tokens`` (Claude
     Code asks for up to 128k, more than a small engine's context). ``close_engine`` closes the
-    engine on shutdown.
+    engine on shutdown. Inline images are stored by content hash under ``blobs_dir`` (default
+    ``OPENFORGE_HOME/blobs``) and recorded by reference (training/proxy/images.py); engines
+    whose ``accepts_images`` is False get a text placeholder instead.
     """
     settings = get_settings()
     key = admin_key or settings.admin_key or secrets.token_urlsafe(24)
     recorder = Recorder(db_url or settings.db_url, max_calls_per_rollout=max_calls_per_rollout,
                         logs_dir=settings.rollouts_dir, migrate=migrate)
     allowed = frozenset(served_models) if served_models else None
+    blobs = BlobStore(blobs_dir or settings.home_dir / "blobs")
+    engine_sees_images = accepts_images(engine)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -185,6 +200,13 @@ def create_app(engine: ChatEngine, *, db_url: str | None = None, admin_key: str 
         stored_request = dict(chat)
         if api != "chat":
             stored_request["_client_request"] = body
+        if has_inline_images(stored_request):  # images by content hash in side files, not in the DB
+            try:
+                stored_request, _ = await asyncio.to_thread(externalize_images, stored_request, blobs)
+            except ImageError as exc:
+                raise ProxyError(400, str(exc), param="messages") from exc
+            if not engine_sees_images:
+                chat = images_to_text(chat)
         t0 = time.perf_counter()
         try:
             # vLLM's extras: the sample needs the engine's own ids and logprobs (DESIGN §5).

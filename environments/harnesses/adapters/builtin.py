@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from environments.harnesses.base import Harness, HarnessContext, HarnessMissing
+from environments.harnesses.base import (
+    Harness,
+    HarnessContext,
+    HarnessMissing,
+    python_executable,
+)
 
 
 @dataclass(frozen=True)
@@ -19,6 +24,11 @@ class OracleHarness(Harness):
         if script is None or not script.is_file():
             raise HarnessMissing(f"oracle: {script or 'solution/solve.sh'} not found")
         return ["bash", str(script)]
+
+    def env(self, ctx: HarnessContext) -> dict[str, str]:
+        # Oracles that drive a harness's action layer (computer-use: ``--replay``) need the
+        # runner's interpreter, which has the project's dependencies.
+        return {"OPENFORGE_PYTHON": python_executable()}
 
 
 @dataclass(frozen=True)

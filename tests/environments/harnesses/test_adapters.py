@@ -50,7 +50,7 @@ def ctx(tmp_path: Path) -> HarnessContext:
 
 def test_registry_lists_every_harness() -> None:
     assert harness_names() == sorted(["react", "codex", "claude-code", "openclaw", "mini-swe-agent", "command",
-                                      "zeroclaw", "oracle", "noop"])
+                                      "zeroclaw", "oracle", "noop", "computer-use", "browser-use"])
     assert get_harness("claude").name == "claude-code" and get_harness("mini").name == "mini-swe-agent"
     assert not get_harness("zeroclaw").tested
     with pytest.raises(KeyError, match="unknown harness 'nope'"):

@@ -60,6 +60,9 @@ def _default_dtype(device: str) -> torch.dtype:
 class LocalEngine:
     """An in-process policy engine with dynamic batching and in-place weight updates."""
 
+    #: Text-only models: the proxy replaces image parts by a placeholder (training/proxy/images.py).
+    accepts_images = False
+
     def __init__(
         self,
         model_path: str | os.PathLike[str] | None = None,

@@ -1,0 +1,331 @@
+"""Procedural computer-use task families (files, spreadsheet, document, settings,
+multi-app): seeded fixtures, varied instructions, an oracle plan of ``computer`` / ``bash``
+/ ``str_replace_editor`` actions (replayed by the computer-use harness, so the oracle
+drives the same action layer as the policy) and verifier checks over the workspace.
+
+Each family is ``(rng, difficulty) -> GuiTask``; :func:`generate` makes (family, seed,
+difficulty) deterministic. Apps: Mousepad (text editor; a window about a second after
+launch), PCManFM (file manager) and LibreOffice Calc (spreadsheet-calc; about 4 s to a
+window); ``spreadsheet-total`` edits the CSV with the editor tool instead.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Difficulty = Literal["easy", "medium", "hard"]
+DIFFICULTIES: tuple[Difficulty, ...] = ("easy", "medium", "hard")
+_SCALE = {"easy": 0, "medium": 1, "hard": 2}
+#: Where GUI apps keep settings in settings tasks (relative to the workspace).
+CONFIG_HOME = ".config"
+KEYFILE = f"{CONFIG_HOME}/glib-2.0/settings/keyfile"
+
+FIRST = ["Ana", "Ben", "Chloe", "Dev", "Elif", "Femi", "Gita", "Hugo", "Ines", "Jon", "Kira", "Luca", "Mona", "Nils"]
+LAST = ["Park", "Silva", "Okafor", "Novak", "Haddad", "Berg", "Ito", "Costa", "Meyer", "Rossi", "Khan", "Lopez"]
+REGIONS = ["north", "south", "east", "west", "central", "coastal"]
+MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+ITEMS = ["laptops", "monitors", "desks", "chairs", "licenses", "travel", "catering", "printing", "cloud", "training",
+         "phones", "cables"]
+TOPICS = ["quarterly review", "office move", "budget freeze", "new hires", "server migration", "team offsite"]
+
+
+def act(action: str, **args: Any) -> dict[str, Any]:
+    """One ``computer`` action of an oracle plan."""
+    return {"tool": "computer", "args": {"action": action, **args}}
+
+
+def bash(command: str) -> dict[str, Any]:
+    return {"tool": "bash", "args": {"command": command}}
+
+
+def edit(command: str, path: str, **args: Any) -> dict[str, Any]:
+    return {"tool": "str_replace_editor", "args": {"command": command, "path": path, **args}}
+
+
+DONE = act("terminate", status="success")
+#: The middle of the Mousepad window's text area (openbox centres new windows).
+EDITOR_TEXT = [0.5, 0.5]
+
+
+@dataclass
+class GuiTask:
+    family: str
+    seed: int
+    difficulty: Difficulty
+    category: str
+    title: str
+    instruction: str
+    files: dict[str, str]  # initial workspace files
+    apps: list[dict[str, Any]]  # desktop.json apps
+    actions: list[dict[str, Any]]  # oracle plan
+    checks: list[dict[str, Any]]
+    keywords: list[str] = field(default_factory=list)
+    config_home: str | None = None
+
+    @property
+    def name(self) -> str:
+        return f"computer-{self.family}-{self.difficulty}-{self.seed}"
+
+    @property
+    def fixtures(self) -> dict[str, Any]:
+        """The seeded material (workspace files, apps, oracle plan), like a claw task's fixtures."""
+        return {"workspace": self.files, "apps": self.apps, "oracle": self.actions}
+
+    @property
+    def services(self) -> list[str]:
+        return []  # no mock services: the desktop is started by the harness
+
+    def task_config(self, **kw: Any) -> Any:
+        from environments.computer.taskgen import task_config
+
+        return task_config(self, **kw)
+
+    def task_files(self) -> dict[str, str | bytes]:
+        from environments.computer.taskgen import task_files
+
+        return task_files(self)
+
+
+Family = Callable[[random.Random, Difficulty], GuiTask]
+FAMILIES: dict[str, Family] = {}
+
+
+def family(name: str) -> Callable[[Family], Family]:
+    def deco(fn: Family) -> Family:
+        FAMILIES[name] = fn
+        return fn
+
+    return deco
+
+
+def generate(name: str, seed: int, difficulty: Difficulty | None = None) -> GuiTask:
+    if name not in FAMILIES:
+        raise KeyError(f"unknown computer-use family {name!r} (known: {', '.join(sorted(FAMILIES))})")
+    rng = random.Random(f"computer:{name}:{seed}")
+    diff: Difficulty = difficulty or rng.choice(DIFFICULTIES)
+    task = FAMILIES[name](rng, diff)
+    task.family, task.seed, task.difficulty = name, seed, diff
+    return task
+
+
+def _task(category: str, title: str, instruction: str, files: dict[str, str], apps: list[dict[str, Any]],
+          actions: list[dict[str, Any]], checks: list[dict[str, Any]], keywords: list[str],
+          config_home: str | None = None) -> GuiTask:
+    return GuiTask(family="", seed=0, difficulty="easy", category=category, title=title, instruction=instruction.strip(),
+                   files=files, apps=apps, actions=actions, checks=checks, keywords=keywords, config_home=config_home)
+
+
+def _person(rng: random.Random) -> str:
+    return f"{rng.choice(FIRST)} {rng.choice(LAST)}"
+
+
+def _mousepad(path: str) -> dict[str, Any]:
+    return {"argv": ["mousepad", path], "window": "mousepad"}
+
+
+def _gui_type(text: str, *, click: bool = True, to_end: bool = False) -> list[dict[str, Any]]:
+    """Click into the (centred) editor window, optionally jump to the end, type ``text``, save."""
+    plan = [act("left_click", coordinate=EDITOR_TEXT)] if click else []
+    if to_end:
+        plan.append(act("key", text="ctrl+End"))
+    return plan + [act("type", text=text), act("key", text="ctrl+s"), act("wait", duration=1.0)]
+
+
+# 1 ───────────────────────────────────────────────────────────────── files: organize
+@family("files-organize")
+def files_organize(rng: random.Random, difficulty: Difficulty) -> GuiTask:
+    n_reports, n_tmp = 2 + _SCALE[difficulty], 1 + _SCALE[difficulty]
+    year = rng.choice([2024, 2025, 2026])
+    reports = sorted({f"report-{rng.choice(REGIONS)}-{m}.txt" for m in rng.sample(MONTHS, n_reports)})
+    junk = [f"~scratch{i}-{rng.randrange(100, 999)}.tmp" for i in range(n_tmp)]
+    keep = f"notes-{rng.choice(TOPICS).replace(' ', '-')}.md"
+    files = {f"inbox/{r}": f"{r.removesuffix('.txt')} {year}\nrevenue: {rng.randrange(1000, 99999)}\n" for r in reports}
+    files.update({f"inbox/{j}": "temporary\n" for j in junk})
+    files[f"inbox/{keep}"] = f"# {keep}\nkeep me\n"
+    dest = f"archive/{year}"
+    instruction = rng.choice([
+        (f"Tidy up the inbox folder in your home workspace: move every report-*.txt file into {dest}/ (create it), "
+         f"delete all .tmp files, and leave any other file in inbox/ where it is."),
+        (f"Clean inbox/: the monthly report files (report-...txt) belong in {dest}/, the .tmp files should be "
+         f"deleted, everything else stays."),
+    ])
+    actions = [act("screenshot"), bash(f"mkdir -p {dest} && mv inbox/report-*.txt {dest}/"),
+               bash("rm -f inbox/*.tmp && ls -R inbox archive"), DONE]
+    checks = [{"name": f"moved_{r}", "kind": "text", "path": f"{dest}/{r}", "contains": [r.removesuffix('.txt')]}
+              for r in reports]
+    checks += [{"name": f"not_in_inbox_{r}", "kind": "absent", "path": f"inbox/{r}"} for r in reports]
+    checks += [{"name": f"deleted_{j}", "kind": "absent", "path": f"inbox/{j}"} for j in junk]
+    checks.append({"name": "kept_other_file", "kind": "text", "path": f"inbox/{keep}", "equals": files[f"inbox/{keep}"]})
+    return _task("files", f"Organize inbox into {dest}", instruction, files,
+                 [{"argv": ["pcmanfm", "--no-desktop", "inbox"], "window": "pcmanfm"}], actions, checks,
+                 ["files", "file-manager", "organize"])
+
+
+# 2 ─────────────────────────────────────────────────────────── spreadsheet: total
+@family("spreadsheet-total")
+def spreadsheet_total(rng: random.Random, difficulty: Difficulty) -> GuiTask:
+    k = 4 + 2 * _SCALE[difficulty]
+    names = rng.sample(ITEMS, k)
+    amounts = [round(rng.randrange(1000, 500000) / 100, 2) for _ in names]
+    target = rng.randrange(k)
+    new = round(rng.randrange(1000, 500000) / 100, 2)
+    lines = ["item,amount"] + [f"{n},{a:.2f}" for n, a in zip(names, amounts)]
+    after = list(amounts)
+    after[target] = new
+    total = round(sum(after), 2)
+    instruction = rng.choice([
+        (f"In the spreadsheet budget.csv, change the amount of \"{names[target]}\" to {new:.2f}, then add a last "
+         f"row TOTAL with the sum of all amounts (two decimals)."),
+        (f"Update budget.csv: {names[target]} now costs {new:.2f}. Append a final row whose item is TOTAL and whose "
+         f"amount is the new sum of the amount column, with 2 decimals."),
+    ])
+    actions = [edit("view", "budget.csv"),
+               edit("str_replace", "budget.csv", old_str=f"\n{names[target]},{amounts[target]:.2f}\n",
+                    new_str=f"\n{names[target]},{new:.2f}\n"),
+               edit("insert", "budget.csv", insert_line=len(lines), new_str=f"TOTAL,{total:.2f}"),
+               act("screenshot"), DONE]
+    rows = [["item", "amount"]] + [[n, f"{a:.2f}"] for n, a in zip(names, after)] + [["TOTAL", f"{total:.2f}"]]
+    return _task("spreadsheet", f"Budget total ({k} items)", instruction, {"budget.csv": "\n".join(lines) + "\n"},
+                 [_mousepad("budget.csv")], actions,
+                 [{"name": "rows_and_total", "kind": "csv", "path": "budget.csv", "rows": rows}],
+                 ["spreadsheet", "csv", "arithmetic"])
+
+
+# 2b ──────────────────────────────────────────────── spreadsheet: LibreOffice Calc
+@family("spreadsheet-calc")
+def spreadsheet_calc(rng: random.Random, difficulty: Difficulty) -> GuiTask:
+    k = 3 + 2 * _SCALE[difficulty]
+    names = rng.sample(ITEMS, k)
+    amounts = [round(rng.randrange(1000, 200000) / 100, 2) for _ in names]
+    target = rng.randrange(k)
+    new = round(rng.randrange(1000, 200000) / 100, 2)
+    after = list(amounts)
+    after[target] = new
+    total = round(sum(after), 2)
+    lines = ["item,amount"] + [f"{n},{a:.2f}" for n, a in zip(names, amounts, strict=True)]
+    instruction = rng.choice([
+        (f"budget.csv is open in LibreOffice Calc. Set the amount of {names[target]} to {new:.2f} and add a row "
+         f"TOTAL below the last item whose amount is the sum of all amounts. Save the file, keeping the CSV format."),
+        (f"In the Calc spreadsheet that is open (budget.csv): {names[target]} now costs {new:.2f}; append a TOTAL "
+         f"row with the sum of the amount column under the items, then save it as CSV (same file)."),
+    ])
+    down = " ".join(["Down"] * (target + 1))
+    actions = [
+        act("screenshot"),
+        # LibreOffice asks how to import the CSV first: accept the defaults.
+        bash("xdotool search --sync --onlyvisible --name 'Text Import' windowactivate --sync"),
+        act("key", text="Return"),
+        bash("xdotool search --sync --onlyvisible --name 'budget.csv - LibreOffice Calc' windowactivate --sync"),
+        act("key", text="ctrl+Home"), act("key", text=f"{down} Right"), act("type", text=f"{new:.2f}\n"),
+        act("key", text="ctrl+Home"), act("key", text=" ".join(["Down"] * (k + 1))),
+        act("type", text=f"TOTAL\t=SUM(B2:B{k + 1})\n"),
+        act("key", text="ctrl+s"),
+        bash("xdotool search --sync --onlyvisible --name 'Confirm File Format|Keep current format' windowactivate --sync"),
+        act("key", text="Return"),  # the default button keeps the Text CSV format
+        bash("for i in $(seq 100); do grep -q TOTAL budget.csv && break; sleep 0.2; done; cat budget.csv"),
+        DONE,
+    ]
+    rows = [["item", "amount"]] + [[n, f"{a:.2f}"] for n, a in zip(names, after, strict=True)] + [["TOTAL", f"{total:.2f}"]]
+    return _task("spreadsheet", f"Calc budget total ({k} items)", instruction, {"budget.csv": "\n".join(lines) + "\n"},
+                 [{"argv": ["soffice", "--calc", "--norestore", "--nologo", "budget.csv"], "window": "libreoffice"}],
+                 actions, [{"name": "rows_and_total", "kind": "csv", "path": "budget.csv", "rows": rows}],
+                 ["spreadsheet", "libreoffice", "calc", "formula"])
+
+
+# 3 ──────────────────────────────────────────────────────────── document: write
+@family("document-write")
+def document_write(rng: random.Random, difficulty: Difficulty) -> GuiTask:
+    to, sender = _person(rng), _person(rng)
+    topic = rng.choice(TOPICS)
+    day = rng.choice(["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"])
+    lines = [f"To: {to}", f"From: {sender}", f"Subject: {topic.capitalize()}"]
+    body = [f"The {topic} meeting is on {day} at {rng.randrange(9, 17)}:00."]
+    if difficulty != "easy":
+        body.append(f"Please bring the {rng.choice(ITEMS)} list.")
+    if difficulty == "hard":
+        body.append(f"Reply by {rng.choice(['noon', 'end of day', 'Friday'])}.")
+    lines += [""] + body
+    text = "\n".join(lines)
+    quoted = "\n".join(f"    {line}" for line in lines)
+    opening = rng.choice([
+        "The text editor has memo.txt open. Write this memo in it",
+        "Type the following memo into memo.txt, which is open in Mousepad,",
+        "Using the open text editor, put this memo into memo.txt",
+    ])
+    instruction = (f"{opening} exactly as shown (one line per line, the empty line included, no indentation) and "
+                   f"save the file:\n\n{quoted}\n")
+    return _task("document", f"Memo about {topic}", instruction, {}, [_mousepad("memo.txt")],
+                 [act("screenshot"), *_gui_type(text), DONE],
+                 [{"name": "memo_text", "kind": "text", "path": "memo.txt", "lines": lines}],
+                 ["document", "text-editor", "typing"])
+
+
+# 4 ─────────────────────────────────────────────────────────── settings: editor prefs
+_SETTINGS = [
+    ("tab-width", "tab width", lambda r: r.choice([2, 3, 4, 6, 8])),
+    ("show-line-numbers", "line numbers shown", lambda r: "true"),
+    ("word-wrap", "word wrap on", lambda r: "true"),
+    ("highlight-current-line", "the current line highlighted", lambda r: "true"),
+    ("show-right-margin", "the right margin shown", lambda r: "true"),
+]
+SCHEMA = "org.xfce.mousepad.preferences.view"
+
+
+@family("settings-editor")
+def settings_editor(rng: random.Random, difficulty: Difficulty) -> GuiTask:
+    picked = rng.sample(_SETTINGS, 1 + _SCALE[difficulty])
+    values = [(key, label, fn(rng)) for key, label, fn in picked]
+    wants = "; ".join(f"{label} = {v}" if key == "tab-width" else label for key, label, v in values)
+    instruction = rng.choice([
+        f"Change the preferences of the Mousepad text editor: {wants}.",
+        f"Configure Mousepad (View preferences) so that: {wants}. The settings must persist.",
+    ])
+    actions: list[dict[str, Any]] = [act("screenshot")]
+    actions += [bash(f"gsettings set {SCHEMA} {key} {v}") for key, _, v in values]
+    actions += [act("wait", duration=0.5), DONE]
+    section = "/".join(SCHEMA.split("."))
+    checks = [{"name": f"set_{key}", "kind": "ini", "path": KEYFILE, "section": section, "key": key, "value": str(v)}
+              for key, _, v in values]
+    notes = f"{rng.choice(TOPICS)} notes\n" + "\n".join(f"- {i}" for i in rng.sample(ITEMS, 3)) + "\n"
+    return _task("settings", "Mousepad preferences", instruction, {"notes.txt": notes},
+                 [_mousepad("notes.txt")], actions, checks, ["settings", "preferences", "text-editor"],
+                 config_home=CONFIG_HOME)
+
+
+# 5 ─────────────────────────────────────────────── multi-app: editor + shell/files
+@family("multi-app-reply")
+def multi_app_reply(rng: random.Random, difficulty: Difficulty) -> GuiTask:
+    inv = f"INV-{rng.randrange(10000, 99999)}"
+    total = f"{rng.randrange(100, 9999)}.{rng.randrange(0, 99):02d}"
+    customer = _person(rng)
+    lines = [f"Invoice {inv}", f"Customer: {customer}"]
+    lines += [f"{rng.choice(ITEMS)}: {rng.randrange(10, 999)}.00" for _ in range(2 + _SCALE[difficulty])]
+    lines.append(f"Total due: {total}")
+    invoice = "\n".join(lines) + "\n"
+    reply = [f"Dear {customer},", f"invoice {inv} totals {total}."]
+    folder = "outbox" if difficulty != "hard" else f"outbox/{inv.lower()}"
+    opening = rng.choice(["invoice.txt is open in the text editor. Using the editor, create",
+                          "Answer the invoice shown in the text editor: with the editor, write",
+                          "Read invoice.txt (open in Mousepad) and, in the text editor, make"])
+    instruction = (f"{opening} reply.txt with exactly two lines: \"Dear <customer name>,\" and \"invoice <invoice "
+                   f"number> totals <total due>.\" (values from invoice.txt). Save it, then move reply.txt into the "
+                   f"folder {folder}/ (create it). Do not change invoice.txt.")
+    actions = [
+        act("screenshot"),
+        edit("view", "invoice.txt"),
+        bash("mousepad reply.txt >/dev/null 2>&1 &"),
+        bash("xdotool search --sync --onlyvisible --name 'reply.txt' windowactivate --sync"),
+        *_gui_type("\n".join(reply), click=False),  # the new window is focused, not centred
+        bash(f"mkdir -p {folder} && mv reply.txt {folder}/"),
+        DONE,
+    ]
+    checks = [
+        {"name": "reply_moved", "kind": "text", "path": f"{folder}/reply.txt", "lines": reply},
+        {"name": "reply_not_left_behind", "kind": "absent", "path": "reply.txt"},
+        {"name": "invoice_unchanged", "kind": "text", "path": "invoice.txt", "equals": invoice},
+    ]
+    return _task("multi-app", f"Reply to invoice {inv}", instruction, {"invoice.txt": invoice},
+                 [_mousepad("invoice.txt")], actions, checks, ["multi-app", "text-editor", "files"])
