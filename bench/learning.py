@@ -1,9 +1,13 @@
 """Learning check: GRPO (and SFT → GRPO) on CPU raises held-out reward above the base model.
 
-Task family (generated here, verifiable, where SmolLM2-135M succeeds sometimes): "write
-exactly WORD into answer.txt" through the ``react`` harness — the policy must emit a
-well-formed ``write_file`` tool call with the right arguments. Held-out tasks use words
-never seen in training. The run:
+Task family (generated here, verifiable, where SmolLM2-135M succeeds sometimes): a strict
+answer-format task through the ``react`` harness — "reply with only the word WORD". The
+harness writes the episode's final reply to ``logs/agent/final_answer.txt``; the verifier
+grades it: 1.0 when the reply is exactly the word (case, surrounding spaces and one trailing
+punctuation mark ignored), 0.5 when the word appears in a longer reply, else 0. The base
+model, prompted with the agent system prompt and tool schemas, names the word in ~15% of
+replies and almost never replies with it alone, so GRPO groups have reward variance to learn
+from. Held-out tasks use words never seen in training. The run:
 
 1. base model → held-out mean reward;
 2. GRPO from base for ``--steps`` steps → held-out reward (RL);
@@ -11,7 +15,7 @@ never seen in training. The run:
 
 Prints reward per step and before/after, writes a PNG of the curves, states wall time.
 
-    python bench/learning.py [--steps 6] [--device cpu|cuda] [--quick]
+    python bench/learning.py [--steps 8] [--device cpu|cuda] [--quick]
 """
 
 from __future__ import annotations
@@ -32,30 +36,47 @@ WORDS = ("apple", "river", "stone", "cloud", "maple", "tiger", "lemon", "piano",
          "cedar", "delta", "eagle", "flint", "grape", "honey", "ivory", "jade", "koala", "lotus", "mango", "noble",
          "olive", "pearl", "quartz", "raven", "sage", "tulip", "umber", "viola", "willow", "yarrow", "zinc", "birch")
 TEMPLATES = (
-    "Create a file named answer.txt in the working directory containing only the word {w}.",
-    "Write the single word {w} into the file answer.txt (in the current directory).",
-    "Save the word {w} to answer.txt. The file must contain nothing else.",
+    "Reply with only the word {w}, nothing else.",
+    "Answer with the single word {w} and nothing more.",
+    "Your whole reply must be the word {w}.",
 )
+
+VERIFIER = """#!/usr/bin/env bash
+# Grades the react harness's final reply (logs/agent/final_answer.txt) against one word.
+LOGS="${{LOGS_DIR:-/logs}}"
+mkdir -p "$LOGS/verifier"
+python3 - "$LOGS/agent/final_answer.txt" "{word}" > "$LOGS/verifier/reward.txt" <<'PY'
+import re, sys
+try:
+    reply = open(sys.argv[1], encoding="utf-8").read()
+except OSError:
+    reply = ""
+word = sys.argv[2]
+text = reply.strip().strip(chr(34) + chr(39) + chr(96)).rstrip(".!").strip().lower()
+if text == word:
+    print(1)
+elif re.search(r"\\b" + re.escape(word) + r"\\b", reply, re.IGNORECASE):
+    print(0.5)
+else:
+    print(0)
+PY
+"""
 
 
 def make_task(root: Path, index: int, word: str, template: str):
     from environments.taskdir import TaskConfig, TaskSection, write_task
 
-    config = TaskConfig(task=TaskSection(name=f"answer-{word}", description="write one word into answer.txt"))
+    config = TaskConfig(task=TaskSection(name=f"say-{word}", description="reply with exactly one given word"))
     config.metadata.domain = "bench"
     config.agent.timeout_sec = 240
-    verifier = f"""#!/usr/bin/env bash
-LOGS="${{LOGS_DIR:-/logs}}"; WS="${{WORKSPACE:-/app}}"
-mkdir -p "$LOGS/verifier"
-if [ "$(tr -d '[:space:]' < "$WS/answer.txt" 2>/dev/null)" = "{word}" ]; then echo 1 > "$LOGS/verifier/reward.txt"; else echo 0 > "$LOGS/verifier/reward.txt"; fi
-"""
     files = {
         "environment/Dockerfile": "FROM debian:bookworm-slim\nWORKDIR /app\n",
-        "tests/test.sh": verifier,
-        "solution/solve.sh": f"#!/usr/bin/env bash\nprintf '%s\\n' {word} > \"${{WORKSPACE:-/app}}/answer.txt\"\n",
-        "solution/plan.json": json.dumps([{"tool": "write_file", "arguments": {"path": "answer.txt", "content": word}}]),
+        "tests/test.sh": VERIFIER.format(word=word),
+        "solution/solve.sh": f"#!/usr/bin/env bash\nmkdir -p \"${{LOGS_DIR:-/logs}}/agent\"\n"
+                             f"printf '%s' {word} > \"${{LOGS_DIR:-/logs}}/agent/final_answer.txt\"\n",
+        "solution/plan.json": json.dumps([{"final": word}]),
     }
-    return write_task(root / f"answer-{index:02d}-{word}", config, template.format(w=word), files)
+    return write_task(root / f"say-{index:02d}-{word}", config, template.format(w=word), files)
 
 
 def make_family(root: Path, seed: int, n_train: int, n_sft: int, n_eval: int):
@@ -94,7 +115,7 @@ async def main_async(args: argparse.Namespace) -> int:
     init_home()
     train, sft_tasks, held_out = make_family(home / "family", args.seed, args.train_tasks, args.sft_tasks, args.eval_tasks)
     overrides = {
-        "engine.device": args.device, "rollout.concurrency": args.concurrency, "rollout.max_tokens": 64,
+        "engine.device": args.device, "rollout.concurrency": args.concurrency, "rollout.max_tokens": 24,
         "rollout.temperature": 1.0, "harness_options.max_steps": 2, "harness_options.mode": "native",
         "train.group_size": args.group, "train.train_batch_size": args.batch_tasks, "train.lr": args.lr,
         "train.max_prompt_length": 2048, "train.max_response_length": 64, "train.micro_batch_size": 8,
@@ -138,14 +159,14 @@ async def main_async(args: argparse.Namespace) -> int:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--steps", type=int, default=6)
+    p.add_argument("--steps", type=int, default=8)
     p.add_argument("--device", default="cpu")
     p.add_argument("--group", type=int, default=4)
     p.add_argument("--batch-tasks", type=int, default=4)
     p.add_argument("--train-tasks", type=int, default=12)
     p.add_argument("--sft-tasks", type=int, default=6)
     p.add_argument("--eval-tasks", type=int, default=8)
-    p.add_argument("--eval-samples", type=int, default=2)
+    p.add_argument("--eval-samples", type=int, default=4)
     p.add_argument("--concurrency", type=int, default=8)
     p.add_argument("--lr", type=float, default=2e-5)
     p.add_argument("--sft-lr", type=float, default=5e-5)

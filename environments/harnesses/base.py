@@ -25,6 +25,10 @@ log = logging.getLogger(__name__)
 #: ``{"status": "policy_error"|"infra_error", "error_kind": "...", "error": "..."}``.
 OUTCOME_FILE = "openforge-outcome.json"
 
+#: A harness whose episode ends with a final text reply writes it to this file in its log
+#: dir (``<logs>/agent/final_answer.txt``), so a verifier can grade question-answer tasks.
+FINAL_ANSWER_FILE = "final_answer.txt"
+
 #: Env var holding the base URL of the task's mock services (claw family), if any.
 SERVICES_URL_ENV = "CLAW_URL"
 

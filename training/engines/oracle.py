@@ -27,8 +27,11 @@ FINAL_ANSWER = "Final answer: done."
 
 @dataclass(frozen=True)
 class PlanStep:
-    tool: str
+    """One step of an oracle plan: a tool call, or (``final`` set) the episode's final reply."""
+
+    tool: str | None
     arguments: dict[str, Any]
+    final: str | None = None
 
 
 _WRAPPER_RE = re.compile(r"^\s*(?:function\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*\(\)\s*\{.*environments\.claw\.call")
@@ -67,12 +70,21 @@ def parse_oracle_plan(solve_sh: str) -> list[PlanStep]:
 
 
 def load_plan(task_dir: str | Path) -> list[PlanStep]:
-    """A task's oracle plan: ``solution/plan.json`` (``[{"tool", "arguments"}]``) when present,
-    else the tool calls parsed out of ``solution/solve.sh``; ``[]`` when it has neither."""
+    """A task's oracle plan: ``solution/plan.json`` (``[{"tool", "arguments"} | {"final": text}]``,
+    a ``final`` entry being the reply that ends the episode, e.g. a question's answer) when
+    present, else the tool calls parsed out of ``solution/solve.sh``; ``[]`` when it has neither."""
     solution = Path(task_dir) / "solution"
     plan_file = solution / "plan.json"
     if plan_file.is_file():
-        return [PlanStep(step["tool"], dict(step.get("arguments") or {})) for step in json.loads(plan_file.read_text())]
+        steps = []
+        for i, step in enumerate(json.loads(plan_file.read_text(encoding="utf-8"))):
+            if "final" in step:
+                steps.append(PlanStep(None, {}, final=str(step["final"])))
+            elif "tool" in step:
+                steps.append(PlanStep(step["tool"], dict(step.get("arguments") or {})))
+            else:
+                raise ValueError(f"{plan_file}: step {i}: needs 'tool' (with 'arguments') or 'final'")
+        return steps
     solve = solution / "solve.sh"
     return parse_oracle_plan(solve.read_text(encoding="utf-8")) if solve.is_file() else []
 
@@ -127,6 +139,8 @@ class OracleTeacherEngine:
     def _answer(self, step: PlanStep | None, native: bool) -> str:
         if step is None:
             return FINAL_ANSWER
+        if step.final is not None:
+            return step.final
         if native:
             return "<tool_call>" + json.dumps({"name": step.tool, "arguments": step.arguments}, ensure_ascii=False) + "</tool_call>"
         return "Action: " + json.dumps({"tool": step.tool, "args": step.arguments}, ensure_ascii=False)

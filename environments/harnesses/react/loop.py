@@ -30,6 +30,7 @@ from environments.harnesses.react.protocol import (
     parse_action,
 )
 from environments.harnesses.react.tools import ToolBox
+from environments.harnesses.base import FINAL_ANSWER_FILE
 
 log = logging.getLogger(__name__)
 
@@ -191,6 +192,8 @@ class _Episode:
                 elif self.native and not _ACTION_HINT.search(content) or not self.native and is_final(content):
                     self.messages.append({"role": "assistant", "content": content})
                     self.result.status, self.result.final = "finished", content
+                    self.cfg.log_dir.mkdir(parents=True, exist_ok=True)
+                    (self.cfg.log_dir / FINAL_ANSWER_FILE).write_text(content, encoding="utf-8")
                     return self.result
                 else:
                     await self._observe_text(content, step)

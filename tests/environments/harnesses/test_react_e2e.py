@@ -48,6 +48,7 @@ async def test_native_tool_calls_solve_the_task(fake, sandbox) -> None:
     traj = _trajectory(sandbox)
     assert traj["result"]["status"] == "finished" and traj["result"]["malformed"] == 0
     assert [s["tool"] for s in traj["steps"]] == ["write_file", "bash"]
+    assert (sandbox.logs / "agent" / "final_answer.txt").read_text() == "Done: wrote out.txt"
 
 
 async def test_malformed_arguments_are_fed_back_and_recovered(fake, sandbox) -> None:

@@ -62,3 +62,26 @@ def test_replays_the_plan_then_answers(tiny_model_dir: Path) -> None:
     assert seen == ["calendar_list_events", "calendar_delete_event"]
     with pytest.raises(EngineRequestError, match="no task instruction"):
         asyncio.run(engine.chat_completions({"messages": [{"role": "user", "content": "something else"}]}))
+
+
+def test_plan_json_final_step_is_the_reply(tmp_path: Path, tiny_model_dir: Path) -> None:
+    from transformers import AutoTokenizer
+
+    (tmp_path / "solution").mkdir()
+    (tmp_path / "instruction.md").write_text("Reply with only the word maple.\n")
+    (tmp_path / "solution" / "plan.json").write_text(json.dumps(
+        [{"tool": "read_file", "arguments": {"path": "a"}}, {"final": "maple"}]))
+    plan = load_plan(tmp_path)
+    assert [(s.tool, s.final) for s in plan] == [("read_file", None), (None, "maple")]
+    engine = OracleTeacherEngine.from_task_dirs([tmp_path], AutoTokenizer.from_pretrained(tiny_model_dir))
+    messages = [{"role": "user", "content": "Reply with only the word maple."},
+                {"role": "assistant", "content": "reading"}, {"role": "tool", "tool_call_id": "x", "content": "{}"}]
+    out = asyncio.run(engine.chat_completions({"messages": messages}))
+    assert out["choices"][0]["message"]["content"] == "maple"
+
+
+def test_plan_json_step_without_tool_or_final_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "solution").mkdir()
+    (tmp_path / "solution" / "plan.json").write_text(json.dumps([{"arguments": {}}]))
+    with pytest.raises(ValueError, match=r"plan\.json: step 0: needs 'tool'"):
+        load_plan(tmp_path)
