@@ -32,6 +32,7 @@ class ErrorKind(str, Enum):
     image_pull = "image_pull"
     unschedulable = "unschedulable"
     evicted = "evicted"
+    node_lost = "node_lost"
     deadline_exceeded = "deadline_exceeded"
     malformed_tool_call = "malformed_tool_call"
     context_overflow = "context_overflow"

@@ -16,6 +16,7 @@ fi
 if DOCKER_LINE="$(bash scripts/start-dockerd.sh)"; then
   export "${DOCKER_LINE}"
   bash scripts/build-base-image.sh >/dev/null || echo "[test] base image build failed: docker tests will skip" >&2
+  bash scripts/build-gui-images.sh >/dev/null || echo "[test] GUI image build failed: the docker GUI tests will fail" >&2
 else
   echo "[test] Docker engine could not start: docker tests will skip" >&2
 fi

@@ -35,7 +35,7 @@ def validate(doc: dict[str, Any]) -> None:
 
 def test_expected_manifests_exist() -> None:
     kinds = sorted(d["kind"] for _f, d in documents())
-    assert kinds == sorted(["Namespace", "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding",
+    assert kinds == sorted(["Namespace", "ServiceAccount", "Role", "RoleBinding",
                             "NetworkPolicy", "NetworkPolicy", "ResourceQuota", "LimitRange", "Pod"])
     assert (CONFIGS / "README.md").is_file() and (CONFIGS / "prefect-kubernetes.md").is_file()
 
@@ -72,11 +72,11 @@ def test_rbac_is_least_privilege() -> None:
     assert grants[("", "events")] == {"get", "list", "watch"}
     assert not grants[("", "secrets")] & {"watch", "update", "patch"}
     assert "pods/exec" not in {res for _g, res in grants}
-    cluster_rule = by_kind("ClusterRole")[0]["rules"]
-    assert cluster_rule == [{"apiGroups": [""], "resources": ["namespaces"], "resourceNames": ["openforge-rollouts"],
-                             "verbs": ["get"]}]
+    # nothing cluster-wide: the backend never reads Namespace objects (a missing namespace is
+    # the 404 of its first create)
+    assert not by_kind("ClusterRole") and not by_kind("ClusterRoleBinding")
     sa = by_kind("ServiceAccount")[0]["metadata"]
-    for binding in by_kind("RoleBinding") + by_kind("ClusterRoleBinding"):
+    for binding in by_kind("RoleBinding"):
         assert binding["subjects"] == [{"kind": "ServiceAccount", "name": sa["name"], "namespace": sa["namespace"]}]
 
 
@@ -93,8 +93,7 @@ def test_network_policy_selects_rollout_pods_and_allows_only_proxy_control_dns()
                      for rule in spec["egress"] for peer in rule["to"])
     assert targets == [("kube-dns", (("TCP", 53), ("UDP", 53))), ("openforge-orchestrator", (("TCP", 9100),)),
                        ("openforge-proxy", (("TCP", 9000),))]
-    namespaces = {d["metadata"].get("namespace") for _f, d in documents() if d["kind"] not in (
-        "Namespace", "ClusterRole", "ClusterRoleBinding")}
+    namespaces = {d["metadata"].get("namespace") for _f, d in documents() if d["kind"] != "Namespace"}
     assert namespaces == {by_kind("Namespace")[0]["metadata"]["name"]}
 
 

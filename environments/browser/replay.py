@@ -8,7 +8,9 @@ element outside the viewport is first brought into view with ``scroll`` actions 
 executed by the executor, so what runs is exactly what a model could have sent.
 
 ``python -m environments.browser.replay ACTIONS_JSON [--sites-url URL] [--logs-dir DIR]``
-(env fallbacks ``CLAW_URL``, ``LOGS_DIR``); exit 1 when an action fails.
+(env fallbacks ``CLAW_URL``, ``LOGS_DIR``); exit 1 when an action fails. With a logs dir,
+the screen before the first step and after each step is saved as
+``<logs-dir>/screenshots/step_NNN.png`` (the harness's layout).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from environments.browser.actions import (
 from environments.browser.answer import write_answer
 from environments.browser.executor import ActionExecutor, ActionResult
 from environments.browser.session import BrowserConfig, BrowserSession
+from environments.gui.observation import save_screenshot
 
 log = logging.getLogger(__name__)
 
@@ -77,11 +80,21 @@ async def resolve(step: dict[str, Any], browser: BrowserSession, executor: Actio
         raise ReplayError(f"bad solution step {step}: {exc}") from None
 
 
+async def _snap(browser: BrowserSession, agent_logs: Path, step: int) -> None:
+    """Save the active tab as ``screenshots/step_NNN.png``; a failed screenshot is only logged."""
+    try:
+        save_screenshot(agent_logs, step, await browser.screenshot())
+    except Exception as exc:  # noqa: BLE001 - a screenshot never fails the oracle
+        log.warning("screenshot %d failed: %s", step, str(exc).strip().splitlines()[0] if str(exc).strip() else exc)
+
+
 async def replay(steps: list[dict[str, Any]], browser: BrowserSession, *, agent_logs: Path | None = None,
                  action_timeout: float = 15.0) -> list[dict[str, Any]]:
     """Run ``steps``; returns the executed actions with their results. Raises ReplayError."""
     executor = ActionExecutor(browser, action_timeout=action_timeout)
     done: list[dict[str, Any]] = []
+    if agent_logs is not None:
+        await _snap(browser, agent_logs, 0)
     for i, step in enumerate(steps):
         action, scrolled = await resolve(step, browser, executor)
         results = [*scrolled, (action, await executor.execute(action))]
@@ -90,6 +103,8 @@ async def replay(steps: list[dict[str, Any]], browser: BrowserSession, *, agent_
             if not res.ok:
                 raise ReplayError(f"step {i} {act.describe()}: {res.message}")
         result = results[-1][1]
+        if agent_logs is not None:
+            await _snap(browser, agent_logs, i + 1)
         if result.answer is not None and agent_logs is not None:
             write_answer(agent_logs, result.answer)
         if result.done:

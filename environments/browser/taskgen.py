@@ -4,7 +4,7 @@ A browser task dir holds::
 
     task.toml                        metadata.domain = "browser-use", services = the sites
     instruction.md
-    environment/Dockerfile           claw base + Debian chromium + playwright
+    environment/Dockerfile           FROM the browser base image (Debian Chromium + fonts)
     environment/browser.json         {"start_url": ...} (where the harness opens the browser)
     environment/fixtures/<site>.json the sites' initial state
     tests/test.sh                    stdlib Python: site state (+ answer.txt) → reward
@@ -25,7 +25,9 @@ from environments.browser.answer import ANSWER_FILE
 from environments.browser.names import CONTROL_HEADER
 from environments.taskdir import TaskConfig
 
-BASE_IMAGE = "openforge/claw-base:bookworm"
+#: Built by scripts/build-gui-images.sh (Debian Chromium + fonts on the base image); the docker
+#: backend mounts the virtualenv, so Playwright and the mock sites come from there.
+BASE_IMAGE = "openforge/browser-base:bookworm"
 
 VERIFIER = r'''#!/usr/bin/env bash
 # Verifier of browser task __NAME__: reads the mock sites' state (and the agent's answer),
@@ -98,12 +100,10 @@ def verifier_script(name: str, checks_code: str) -> str:
 
 
 def dockerfile(sites: list[str]) -> str:
-    """The sandbox image: the claw base (python venv + OpenForge) plus Chromium and Playwright."""
+    """The sandbox image: the browser base image (scripts/build-gui-images.sh: Debian Chromium
+    and fonts); Playwright and the sites' code come from the runtime the backend mounts."""
     return (f"# browser-use task sandbox: mock sites {', '.join(sites)}\n"
             f"FROM {BASE_IMAGE}\n"
-            "RUN apt-get update && apt-get install -y --no-install-recommends chromium fonts-dejavu-core "
-            "&& rm -rf /var/lib/apt/lists/*\n"
-            "RUN pip install --no-cache-dir 'playwright>=1.45'\n"
             "ENV OPENFORGE_CHROMIUM=/usr/bin/chromium\n"
             "WORKDIR /app\n")
 

@@ -41,6 +41,17 @@ def bash(command: str) -> dict[str, Any]:
     return {"tool": "bash", "args": {"command": command}}
 
 
+def focus(title_regex: str) -> dict[str, Any]:
+    """A ``bash`` step bringing the window whose title matches ``title_regex`` to the front.
+
+    ``xdotool windowactivate --sync`` can wait forever when the request reaches the window
+    manager before it manages the new window (seen under load), so activation is re-sent
+    until ``getactivewindow`` names the window (at most ~60 s)."""
+    return bash(f"w=$(xdotool search --sync --onlyvisible --name '{title_regex}' | head -1); "
+                f"for i in $(seq 300); do xdotool windowactivate \"$w\" 2>/dev/null; "
+                f"[ \"$(xdotool getactivewindow 2>/dev/null)\" = \"$w\" ] && break; sleep 0.2; done")
+
+
 def edit(command: str, path: str, **args: Any) -> dict[str, Any]:
     return {"tool": "str_replace_editor", "args": {"command": command, "path": path, **args}}
 
@@ -216,14 +227,14 @@ def spreadsheet_calc(rng: random.Random, difficulty: Difficulty) -> GuiTask:
     actions = [
         act("screenshot"),
         # LibreOffice asks how to import the CSV first: accept the defaults.
-        bash("xdotool search --sync --onlyvisible --name 'Text Import' windowactivate --sync"),
+        focus('Text Import'),
         act("key", text="Return"),
-        bash("xdotool search --sync --onlyvisible --name 'budget.csv - LibreOffice Calc' windowactivate --sync"),
+        focus('budget.csv - LibreOffice Calc'),
         act("key", text="ctrl+Home"), act("key", text=f"{down} Right"), act("type", text=f"{new:.2f}\n"),
         act("key", text="ctrl+Home"), act("key", text=" ".join(["Down"] * (k + 1))),
         act("type", text=f"TOTAL\t=SUM(B2:B{k + 1})\n"),
         act("key", text="ctrl+s"),
-        bash("xdotool search --sync --onlyvisible --name 'Confirm File Format|Keep current format' windowactivate --sync"),
+        focus('Confirm File Format|Keep current format'),
         act("key", text="Return"),  # the default button keeps the Text CSV format
         bash("for i in $(seq 100); do grep -q TOTAL budget.csv && break; sleep 0.2; done; cat budget.csv"),
         DONE,
@@ -317,7 +328,7 @@ def multi_app_reply(rng: random.Random, difficulty: Difficulty) -> GuiTask:
         act("screenshot"),
         edit("view", "invoice.txt"),
         bash("mousepad reply.txt >/dev/null 2>&1 &"),
-        bash("xdotool search --sync --onlyvisible --name 'reply.txt' windowactivate --sync"),
+        focus('reply.txt'),
         *_gui_type("\n".join(reply), click=False),  # the new window is focused, not centred
         bash(f"mkdir -p {folder} && mv reply.txt {folder}/"),
         DONE,

@@ -14,7 +14,8 @@ import typer
 def rollout(
     task_dir: Annotated[str, typer.Argument(help="Task directory (Harbor layout).")],
     harness: Annotated[str, typer.Option("--harness", help="oracle, noop, react, codex, claude-code, ...")],
-    backend: Annotated[str, typer.Option("--backend", help="Sandbox backend: local or docker.")] = "local",
+    backend: Annotated[str, typer.Option("--backend", help="Sandbox backend: local, docker or kubernetes "
+                                                    "(OPENFORGE_K8S_* settings).")] = "local",
     engine: Annotated[str | None, typer.Option("--engine", help="Policy engine: OpenAI-compatible URL or "
                                                   "'local'; a proxy is started in front of it.")] = None,
     timeout: Annotated[float | None, typer.Option("--timeout", help="Wall-clock seconds for the whole "

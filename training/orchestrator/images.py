@@ -29,6 +29,25 @@ class ImageBuildError(RuntimeError):
     """The task image could not be built; the message names the Dockerfile and the step."""
 
 
+#: Local images OpenForge's scripts build (no registry has them): FROM pattern -> the script.
+LOCAL_IMAGE_SCRIPTS: dict[str, str] = {
+    "openforge/base*": "scripts/build-base-image.sh",
+    "openforge/computer-base*": "scripts/build-gui-images.sh",
+    "openforge/browser-base*": "scripts/build-gui-images.sh",
+}
+
+
+def unbuilt_local_image(mapping: dict[str, str], exists: Any) -> str | None:
+    """One line naming the first FROM image that only a local script makes and is absent."""
+    for original, used in mapping.items():
+        if original.startswith("COPY") or exists(used):
+            continue
+        for pattern, script in LOCAL_IMAGE_SCRIPTS.items():
+            if fnmatch.fnmatch(used, pattern):
+                return f"FROM {used}: image not built here (run {script})"
+    return None
+
+
 @dataclass(frozen=True)
 class TaskImage:
     tag: str
@@ -119,12 +138,25 @@ def context_tar(context: Path, dockerfile_text: str) -> tuple[bytes, str]:
     return buf.getvalue(), digest.hexdigest()
 
 
-def environment_key(task_path: Path) -> str:
-    """Hash of a task's environment dir (Dockerfile included): a backend's memo key."""
+def content_hash(task_path: Path) -> str:
+    """sha256 of a task's ``environment/`` dir as written (Dockerfile included, no FROM
+    rewriting, no Docker engine needed): the name a task image is published under."""
     context = task_path / "environment"
     dockerfile = context / "Dockerfile"
     text = dockerfile.read_text(encoding="utf-8") if dockerfile.is_file() else ""
-    return f"{task_path}:{context_tar(context, text)[1]}"
+    return context_tar(context, text)[1]
+
+
+def content_tag(task_path: Path) -> str:
+    """``openforge-task:<sha20>`` of :func:`content_hash`: the tag in a registry (the kubernetes
+    backend's ``build`` pushes under it, ``content`` pulls it). The local build-cache tag of
+    :func:`build_task_image` differs: it also hashes the rewritten FROMs' image ids."""
+    return f"{TASK_IMAGE_REPO}:{content_hash(task_path)[:20]}"
+
+
+def environment_key(task_path: Path) -> str:
+    """Hash of a task's environment dir (Dockerfile included): a backend's memo key."""
+    return f"{task_path}:{content_hash(task_path)}"
 
 
 def build_task_image(client: Any, task_path: Path, *, base: str, aliases: dict[str, str],
@@ -151,6 +183,9 @@ def build_task_image(client: Any, task_path: Path, *, base: str, aliases: dict[s
 
     text, mapping = rewrite_froms(text, lambda ref: resolve_from(ref, exists=exists, aliases=aliases, base=base),
                                   provided=provided)
+    missing = unbuilt_local_image(mapping, exists)
+    if missing:
+        raise ImageBuildError(f"{dockerfile}: {missing}")
     image_ids = ""
     for used in sorted({v for k, v in mapping.items() if not k.startswith("COPY")}):
         try:
@@ -195,12 +230,13 @@ def remote_ref(tag: str, registry: str) -> str:
     return f"{registry.rstrip('/')}/{tag}"
 
 
-def push_task_image(client: Any, tag: str, registry: str) -> str:
-    """Tag the local image ``tag`` (``repo:version``) under ``registry`` and push it with the
-    Docker SDK; returns the remote reference. Blocking. Raises ImagePushError (one line)."""
+def push_task_image(client: Any, tag: str, registry: str, *, as_tag: str | None = None) -> str:
+    """Tag the local image ``tag`` (``repo:version``) under ``registry`` (as ``as_tag`` when
+    given, e.g. :func:`content_tag`) and push it with the Docker SDK; returns the remote
+    reference. Blocking. Raises ImagePushError (one line)."""
     from docker.errors import APIError, DockerException, ImageNotFound
 
-    remote = remote_ref(tag, registry)
+    remote = remote_ref(as_tag or tag, registry)
     repo, _, version = remote.rpartition(":")
     if not repo or "/" in version:
         raise ImagePushError(f"push {tag}: expected a repo:tag image name")

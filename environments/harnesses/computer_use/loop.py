@@ -112,8 +112,28 @@ class Episode:
         for app in self.cfg.desktop.apps:
             await self.session.launch(app.argv, cwd=self.cfg.workspace)
             if app.window:
-                await self.session.run(["xdotool", "search", "--sync", "--onlyvisible", "--class", app.window,
-                                        "windowactivate", "--sync"], timeout=self.cfg.app_timeout)
+                await self._focus(app.window, self.cfg.app_timeout)
+
+    async def _focus(self, window_class: str, timeout: float) -> None:
+        """Wait for a visible window of ``window_class`` and make it the active one.
+
+        ``xdotool windowactivate --sync`` waits forever when the request reaches the window
+        manager before it manages the new window (seen under load in docker sandboxes), so
+        activation is re-sent until ``getactivewindow`` names the window."""
+        deadline = time.monotonic() + timeout
+        _, out = await self.session.run(["xdotool", "search", "--sync", "--onlyvisible", "--class", window_class],
+                                        timeout=timeout)
+        ids = [line.strip() for line in out.splitlines() if line.strip().isdigit()]
+        if not ids:
+            raise DesktopError(f"no window of class {window_class!r}: {out.strip()[:200]}")
+        while True:
+            await self.session.run(["xdotool", "windowactivate", ids[0]], check=False, timeout=10)
+            code, active = await self.session.run(["xdotool", "getactivewindow"], check=False, timeout=10)
+            if code == 0 and active.strip().splitlines()[-1:] == [ids[0]]:
+                return
+            if time.monotonic() > deadline:
+                raise DesktopError(f"window {window_class!r} ({ids[0]}) did not become active within {timeout:g}s")
+            await asyncio.sleep(0.2)
 
     # -- run -------------------------------------------------------------------------------
     async def run(self) -> CUResult:

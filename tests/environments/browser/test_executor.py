@@ -123,6 +123,8 @@ async def test_replay_scrolls_to_an_off_screen_target(sites: str, tmp_path: Path
     click = done[-2]["action"]
     assert 0 <= click["y"] < 720 and isinstance(click["x"], float)
     assert (tmp_path / "answer.txt").read_text() == "found"
+    shots = sorted((tmp_path / "screenshots").glob("step_*.png"))
+    assert [p.name for p in shots] == [f"step_{i:03d}.png" for i in range(len(steps) + 1)]
 
 
 async def test_remote_browser_over_cdp(sites: str) -> None:

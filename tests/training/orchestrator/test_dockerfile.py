@@ -5,7 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from training.orchestrator.dockerfile import expand, parse_dockerfile
-from training.orchestrator.images import resolve_from, rewrite_froms
+from training.orchestrator.images import (
+    resolve_from,
+    rewrite_froms,
+    unbuilt_local_image,
+)
 
 
 def test_parse_workdir_env_copy_and_unhonoured(tmp_path: Path) -> None:
@@ -72,3 +76,14 @@ def test_copy_from_a_missing_harness_image_is_dropped_when_mounted_at_run_time()
     assert lines[0] == "FROM openforge/base:bookworm"
     assert lines[1].startswith("# provided by a runtime mount: COPY --from=openforge/harnesses")
     assert lines[2] == "COPY --from=other:1 /usr/bin/x /usr/bin/x"  # not ours: left for the build to judge
+
+
+def test_absent_gui_base_image_names_the_script_that_builds_it() -> None:
+    mapping = {"openforge/computer-base:bookworm": "openforge/computer-base:bookworm",
+               "debian:bookworm": "openforge/base:bookworm", "COPY --from=x /opt": "runtime mount"}
+    present = {"openforge/base:bookworm"}
+    line = unbuilt_local_image(mapping, lambda ref: ref in present)
+    assert line == "FROM openforge/computer-base:bookworm: image not built here (run scripts/build-gui-images.sh)"
+    present.add("openforge/computer-base:bookworm")
+    assert unbuilt_local_image(mapping, lambda ref: ref in present) is None
+    assert unbuilt_local_image({"ghcr.io/x/y": "ghcr.io/x/y"}, lambda ref: False) is None

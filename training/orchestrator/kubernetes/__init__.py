@@ -2,16 +2,19 @@
 
 How a rollout reaches a pod
 ---------------------------
-- **Image**: the task's environment image — built from ``environment/Dockerfile`` by the
-  docker backend's builder (content-hash tag) and pushed to ``OPENFORGE_K8S_REGISTRY``
-  (``image_source="build"``), or named by the environment's content hash and pushed
-  beforehand (``"content"``). Files the Dockerfile COPYs are therefore baked into it.
+- **Image**: the task's environment image, always named
+  ``<OPENFORGE_K8S_REGISTRY>/openforge-task:<sha20>`` — the content hash of
+  ``environment/`` as written (:func:`training.orchestrator.images.content_tag`). With
+  ``image_source="build"`` the docker backend's builder builds and pushes it when the registry
+  lacks that tag; with ``"content"`` it was pushed beforehand. Files the Dockerfile COPYs are
+  therefore baked into it.
 - **Runtime** (the runner, our packages and their Python deps): a separate
   ``runtime_image`` holding a self-contained tree at ``/opt/openforge`` (``python/`` — a
   relocatable CPython with our dependencies installed, ``repo/`` — this checkout,
-  ``tools/`` — harness CLIs). An initContainer copies it into an emptyDir that the sandbox
-  container mounts read-only at ``/opt/openforge``, so task images need no OpenForge install
-  (any glibc image with ``sh`` and ``cp`` works). A second initContainer, running the task
+  ``tools/`` — harness CLIs; built by ``scripts/build-runtime-image.sh``). An initContainer
+  copies it into an emptyDir that the sandbox container mounts read-only at
+  ``/opt/openforge``, so task images need no OpenForge install (any glibc image with ``sh``,
+  ``cp`` and the libraries the interpreter links, e.g. Debian bookworm's, works). A second initContainer, running the task
   image, copies its WORKDIR into an emptyDir: the workspace is writable while the root
   filesystem stays read-only.
 - **Task files**: the sandbox container runs ``pod_entry.py`` (stdlib only), which

@@ -18,7 +18,8 @@ import orjson
 
 log = logging.getLogger(__name__)
 
-#: Token file of a pod's service account (its presence means "we run in a cluster").
+#: Token file of a pod's service account (its presence means "we run in a cluster"); the
+#: cluster's CA certificate is ``ca.crt`` beside it.
 SERVICE_ACCOUNT_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
 
 
@@ -78,7 +79,8 @@ class KubeApi:
             SERVICE_ACCOUNT_TOKEN.exists() and "KUBERNETES_SERVICE_HOST" in os.environ and not kubeconfig)
         try:
             if use_cluster:
-                config.load_incluster_config(client_configuration=cfg)
+                config.load_incluster_config(client_configuration=cfg, token_filename=str(SERVICE_ACCOUNT_TOKEN),
+                                             cert_filename=str(SERVICE_ACCOUNT_TOKEN.with_name("ca.crt")))
             else:
                 await config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)
         except Exception as exc:
@@ -100,15 +102,6 @@ class KubeApi:
         except (aiohttp.ClientError, OSError) as exc:
             raise KubeError(0, f"{what}: {exc}") from exc
         return await _checked(resp, what)
-
-    # -- namespace -------------------------------------------------------------------------
-    async def read_namespace(self) -> dict[str, Any]:
-        try:
-            return await self._call(f"namespace {self.namespace}", self.core.read_namespace, self.namespace)
-        except KubeError as exc:
-            if exc.status == 404:
-                raise KubeError(404, f"namespace {self.namespace!r} does not exist (create it: configs/k8s/)") from exc
-            raise
 
     # -- objects ---------------------------------------------------------------------------
     async def create(self, body: dict[str, Any]) -> dict[str, Any]:

@@ -1,12 +1,18 @@
 """Which image a task's pod runs, and its WORKDIR.
 
-- ``content`` (:class:`ContentImages`): the tag is the content hash of the task's
-  ``environment/`` dir (Dockerfile included) under the configured registry —
-  ``<registry>/openforge-task:<sha20>``; the image was built and pushed beforehand (CI, or
-  a previous ``build`` run). No Docker engine needed; WORKDIR is read from the Dockerfile.
-- ``build`` (:class:`BuiltImages`): the docker backend's builder
-  (``training.orchestrator.images.build_task_image``) builds the image once per content
-  hash, then it is tagged under the registry and pushed; WORKDIR is the image's own.
+One name for a task image in a registry, whichever source: ``<registry>/openforge-task:<sha20>``
+where ``<sha20>`` is :func:`training.orchestrator.images.content_hash` of the task's
+``environment/`` dir as written (no Docker engine needed to compute it).
+
+- ``content`` (:class:`ContentImages`): the image was pushed under that name beforehand (CI,
+  or a previous ``build`` run); WORKDIR is read from the Dockerfile.
+- ``build`` (:class:`BuiltImages`): when the registry already has that name (HTTP API v2
+  ``HEAD``), it is used as is — nothing is built or pushed again. Otherwise the docker
+  backend's builder (``build_task_image``, local build cache) builds it and
+  ``push_task_image`` pushes it under the content tag; WORKDIR is the built image's own.
+
+A rebuilt base image (``FROM``) does not change the content tag: an image already in the
+registry stays what it was (delete the tag to republish).
 """
 
 from __future__ import annotations
@@ -21,7 +27,15 @@ from environments.records import ErrorKind
 from environments.taskdir import TaskDir
 from training.orchestrator.backend import SandboxError
 from training.orchestrator.dockerfile import parse_dockerfile
-from training.orchestrator.images import TASK_IMAGE_REPO, context_tar
+from training.orchestrator.images import (
+    ImageBuildError,
+    ImagePushError,
+    build_task_image,
+    content_tag,
+    push_task_image,
+    remote_ref,
+)
+from training.orchestrator.registry import RegistryError, registry_has_image
 
 log = logging.getLogger(__name__)
 
@@ -34,14 +48,6 @@ class PodImage:
 
 class ImageSource(Protocol):
     async def resolve(self, task: TaskDir) -> PodImage: ...
-
-
-def content_tag(task_path: Path) -> str:
-    """``openforge-task:<sha20>`` of the environment dir's content (Dockerfile included)."""
-    context = task_path / "environment"
-    dockerfile = context / "Dockerfile"
-    text = dockerfile.read_text(encoding="utf-8") if dockerfile.is_file() else ""
-    return f"{TASK_IMAGE_REPO}:{context_tar(context, text)[1][:20]}"
 
 
 def _workdir(task_path: Path) -> str:
@@ -59,7 +65,7 @@ class ContentImages:
     def _resolve(self, task_path: Path) -> PodImage:
         key = str(task_path)
         if key not in self._memo:
-            self._memo[key] = PodImage(f"{self.registry}/{content_tag(task_path)}", _workdir(task_path))
+            self._memo[key] = PodImage(remote_ref(content_tag(task_path), self.registry), _workdir(task_path))
         return self._memo[key]
 
     def resolve_now(self, task_path: Path) -> PodImage:
@@ -72,40 +78,50 @@ class ContentImages:
 
 
 class BuiltImages:
-    """Build with the docker backend's builder, tag under the registry, push (blocking work in threads)."""
+    """Use the registry's image of the content tag, else build it with the docker backend's
+    builder and push it (see the module doc). Blocking work runs in threads."""
 
-    def __init__(self, registry: str, *, docker_client: Any | None = None) -> None:
+    def __init__(self, registry: str, *, docker_client: Any | None = None,
+                 auth: tuple[str, str] | None = None) -> None:
         self.registry = registry.rstrip("/")
+        self.auth = auth
         self._client = docker_client
         self._locks: dict[str, asyncio.Lock] = {}
         self._memo: dict[str, PodImage] = {}
+        #: ``present``: found in the registry; ``built``: built here (not from the local cache);
+        #: ``pushed``: pushed by this process.
+        self.stats: dict[str, int] = {"present": 0, "built": 0, "pushed": 0}
 
-    def _build_and_push(self, task: TaskDir) -> PodImage:
-        from training.orchestrator.config import get_orchestrator_settings
-        from training.orchestrator.images import ImageBuildError, build_task_image
-
+    def _docker(self) -> Any:
         if self._client is None:
             import docker
 
             self._client = docker.from_env(timeout=600)
+        return self._client
+
+    def _build_and_push(self, task: TaskDir) -> PodImage:
+        from training.orchestrator.config import get_orchestrator_settings
+
+        tag = content_tag(task.path)
+        remote = remote_ref(tag, self.registry)
+        try:
+            present = registry_has_image(remote, auth=self.auth)
+        except RegistryError as exc:
+            raise SandboxError(f"{remote}: {exc}", kind=ErrorKind.build_failed) from exc
+        if present:
+            self.stats["present"] += 1
+            return PodImage(remote, _workdir(task.path))
         settings = get_orchestrator_settings()
+        client = self._docker()
         try:
-            image = build_task_image(self._client, task.path, base=settings.base_image, aliases=settings.image_aliases,
+            image = build_task_image(client, task.path, base=settings.base_image, aliases=settings.image_aliases,
                                      timeout=task.config.environment.build_timeout_sec)
-        except ImageBuildError as exc:
+            self.stats["built"] += int(image.built)
+            pushed = push_task_image(client, image.tag, self.registry, as_tag=tag)
+        except (ImageBuildError, ImagePushError) as exc:
             raise SandboxError(str(exc), kind=ErrorKind.build_failed) from exc
-        repo, _, tag = image.tag.partition(":")
-        remote = f"{self.registry}/{repo}"
-        try:
-            self._client.images.get(image.tag).tag(remote, tag=tag)
-            for line in self._client.images.push(remote, tag=tag, stream=True, decode=True):
-                if isinstance(line, dict) and line.get("error"):
-                    raise SandboxError(f"push {remote}:{tag}: {line['error']}", kind=ErrorKind.build_failed)
-        except SandboxError:
-            raise
-        except Exception as exc:
-            raise SandboxError(f"push {remote}:{tag}: {exc}", kind=ErrorKind.build_failed) from exc
-        return PodImage(f"{remote}:{tag}", image.workdir)
+        self.stats["pushed"] += 1
+        return PodImage(pushed, image.workdir)
 
     async def resolve(self, task: TaskDir) -> PodImage:
         key = str(task.path)

@@ -8,7 +8,7 @@ period; everything else is a pure function of the pod object and the clock.
 |---|---|
 | ``status.reason == DeadlineExceeded`` (activeDeadlineSeconds) | terminal, ``timeout``/``deadline_exceeded`` |
 | ``status.reason == Evicted`` (node pressure, eviction API) | terminal, ``evicted`` |
-| node lost: ``status.reason == NodeLost``, phase ``Unknown``, or ``DisruptionTarget`` by the taint manager | terminal, ``evicted`` |
+| node lost: ``status.reason == NodeLost``, phase ``Unknown``, or ``DisruptionTarget`` by the taint manager | terminal, ``node_lost`` |
 | waiting ``InvalidImageName``/``ErrImageNeverPull``; ``ErrImagePull``/``ImagePullBackOff`` past the grace | terminal, ``image_pull`` |
 | ``PodScheduled=False`` ``Unschedulable`` past the grace | terminal, ``unschedulable`` |
 | Pending past ``pending_timeout`` | terminal, ``unschedulable`` (never scheduled) or ``start_failed`` |
@@ -94,7 +94,7 @@ class PodTracker:
             disruption is not None and disruption.get("status") == "True"
             and disruption.get("reason") in DISRUPTION_NODE_LOST)
         if lost and phase not in ("Succeeded",):
-            return PodVerdict(terminal=True, error_kind=ErrorKind.evicted,
+            return PodVerdict(terminal=True, error_kind=ErrorKind.node_lost,
                               message=_describe(pod, f"node lost ({reason or phase or disruption.get('reason')})",
                                                 message or (disruption or {}).get("message")))
         sandbox = next((c for c in _statuses(pod, "containerStatuses") if c.get("name") == CONTAINER), None)

@@ -44,7 +44,8 @@ class Cluster:
 
 
 @pytest.fixture
-def cluster(tmp_path: Path) -> Any:
+def cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Any:
+    """Parametrize indirectly with a dict of ``FakeKubeAPI`` options (e.g. ``{"tls": True}``)."""
     if not bwrap_path():
         pytest.skip("bubblewrap not installed: the fake kubelet runs pods with it (apt-get install -y bubblewrap)")
     from tests.fakes.k8s import FakeKubeAPI, SimulatedKubelet
@@ -57,7 +58,7 @@ def cluster(tmp_path: Path) -> Any:
     work.mkdir()
     executor = LocalPodExecutor({}, secrets=lambda ns, name: holder["api"].store.peek(SECRETS, ns, name),
                                 work_root=work)
-    api = FakeKubeAPI(kubelet=SimulatedKubelet(executor=executor)).start()
+    api = FakeKubeAPI(kubelet=SimulatedKubelet(executor=executor), **getattr(request, "param", {})).start()
     holder["api"] = api
     try:
         api.call(lambda s, _k: s.create(NAMESPACES, "", {"metadata": {"name": NAMESPACE}}))

@@ -102,7 +102,7 @@ async def test_failure_classes(cluster, k8s_backend, tmp_path: Path) -> None:
         "image_pull": (Outcome.infra_error, "image_pull"),
         "evicted": (Outcome.infra_error, "evicted"),
         "unschedulable": (Outcome.infra_error, "unschedulable"),
-        "node_lost": (Outcome.infra_error, "evicted"),
+        "node_lost": (Outcome.infra_error, "node_lost"),
     }
     specs = {}
     for failure in expected:

@@ -67,9 +67,15 @@ def test_evicted() -> None:
 
 def test_node_lost() -> None:
     v = tracker().observe(pod("Unknown", reason="NodeLost", message="Node n1 which was running pod x is unresponsive"), 5)
-    assert v.terminal and v.error_kind == ErrorKind.evicted and "node lost" in v.message
+    assert v.terminal and v.error_kind == ErrorKind.node_lost and "node lost" in v.message
     gc = pod("Failed", conditions=[{"type": "DisruptionTarget", "status": "True", "reason": "DeletionByPodGC"}])
-    assert tracker().observe(gc, 5).error_kind == ErrorKind.evicted
+    assert tracker().observe(gc, 5).error_kind == ErrorKind.node_lost
+    unknown = pod("Unknown", containers=[{"name": "sandbox", "state": {"running": {}}}])
+    assert tracker().observe(unknown, 5).error_kind == ErrorKind.node_lost
+    # a kubelet eviction is not a lost node
+    kubelet = pod("Failed", conditions=[{"type": "DisruptionTarget", "status": "True", "reason": "TerminationByKubelet"}],
+                  containers=[terminated(137, "Error")])
+    assert tracker().observe(kubelet, 5).error_kind is None
 
 
 def test_image_pull_gets_a_grace_period_but_invalid_names_do_not() -> None:
