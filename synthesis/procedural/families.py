@@ -401,7 +401,7 @@ def contact_from_email(rng: random.Random, difficulty: Difficulty) -> Procedural
                 for i, p in enumerate(folks[1:4])]
     instruction = rng.choice([
         f"Add {new.name}, who wrote me an introduction email, to my contacts with their email, phone, company and job title from the signature.",
-        f"Create a contact for the person who sent the \"Introduction\" email. Copy name, email, phone number, company and title from their signature.",
+        "Create a contact for the person who sent the \"Introduction\" email. Copy name, email, phone number, company and title from their signature.",
         f"Save {new.first}'s details (from their email signature) as a new contact: name, email, phone, company, title.",
     ])
     return _task(

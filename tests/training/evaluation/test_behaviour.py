@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from training.evaluation.actions import response_actions, tool_results, trajectory_steps
