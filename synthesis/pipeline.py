@@ -80,7 +80,7 @@ async def _worker(ctx: SynthContext, index: int, progress: ProgressFn) -> None:
     while True:
         claimed = None
         for stage, fn in _WORK:
-            tid = await asyncio.to_thread(claim_next, ctx.engine, stage, wid, domain=ctx.config.domain)
+            tid = await _claim(ctx, stage, wid)
             if tid is not None:
                 claimed = (stage, fn, tid)
                 break
@@ -90,19 +90,33 @@ async def _worker(ctx: SynthContext, index: int, progress: ProgressFn) -> None:
             await asyncio.sleep(0.3)  # others still hold work of this run
             continue
         stage, fn, tid = claimed
-        if stage != "test" and ctx.runtime is None and not await asyncio.to_thread(_procedural_task, ctx.engine, tid):
-            # another run's agent-built task: keep the lease (so we do not re-claim it at once)
-            # and leave it to a worker with an agent runtime once the lease expires
-            log.warning("task %s needs an agent runtime to %s; leaving it to its own run", tid, stage)
-            continue
-        progress(stage, "start", {"task_id": tid, "worker": wid})
         try:
+            if stage != "test" and ctx.runtime is None and not await asyncio.to_thread(_procedural_task, ctx.engine, tid):
+                # another run's agent-built task: keep the lease (so we do not re-claim it at once)
+                # and leave it to a worker with an agent runtime once the lease expires
+                log.warning("task %s needs an agent runtime to %s; leaving it to its own run", tid, stage)
+                continue
+            progress(stage, "start", {"task_id": tid, "worker": wid})
             stats = await fn(ctx, tid, wid)
         except BaseException:
             await asyncio.to_thread(_give_back, ctx.engine, tid, wid)
             raise
         await _account(ctx, stats, progress)
         progress(stage, "task", {"task_id": tid, "count": stats.count})
+
+
+async def _claim(ctx: SynthContext, stage: str, wid: str) -> str | None:
+    """``claim_next`` in a thread, safe against Ctrl-C: a cancel that arrives while the claim
+    is in flight lets the claim land and gives the task straight back, so no task is left
+    claimed (e.g. stuck in ``testing``) by a worker that is gone."""
+    claim = asyncio.ensure_future(asyncio.to_thread(claim_next, ctx.engine, stage, wid, domain=ctx.config.domain))
+    try:
+        return await asyncio.shield(claim)
+    except asyncio.CancelledError:
+        tid = await claim
+        if tid is not None:
+            await asyncio.to_thread(_give_back, ctx.engine, tid, wid)
+        raise
 
 
 def _procedural_task(engine: Engine, task_id: str) -> bool:
