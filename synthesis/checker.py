@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import shutil
+import signal
 import sys
 import time
 import uuid
@@ -79,11 +80,26 @@ async def _run_script(script: Path, cwd: Path, env: dict[str, str], timeout: flo
             start_new_session=True,
         )
         try:
-            return await asyncio.wait_for(proc.wait(), timeout)
+            code = await asyncio.wait_for(proc.wait(), timeout)
         except asyncio.TimeoutError:
-            proc.kill()
+            _kill_group(proc.pid)
             await proc.wait()
             return None
+        except asyncio.CancelledError:  # Ctrl-C: the script's own session would outlive us
+            _kill_group(proc.pid)
+            raise
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            # Python 3.11's wait_for drops a cancel that lands as the script exits; honour it.
+            raise asyncio.CancelledError
+        return code
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 class LocalChecker:

@@ -95,8 +95,11 @@ def test_ctrl_c_gives_back_claimed_work(openforge_home: Path) -> None:
     env = {**os.environ, "OPENFORGE_HOME": str(openforge_home), "PYTHONPATH": str(REPO)}
     engine = make_engine(f"sqlite:///{openforge_home / 'openforge.db'}")
     cmd = [sys.executable, "-m", "flows.cli", "synthesize", "--n", "4", "--workers", "2", "--seed", "11"]
+    # SIGINT back to its default: a shell without job control starts background commands
+    # (e.g. `.ci/run &`) with SIGINT ignored, and the child would inherit that and finish.
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)
+                            start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # noqa: PLW1509
     try:
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline and proc.poll() is None:
@@ -118,5 +121,5 @@ def test_ctrl_c_gives_back_claimed_work(openforge_home: Path) -> None:
     with session_scope(engine) as s:
         rows = s.execute(select(Task.status, Task.claimed_by)).all()
     engine.dispose()
-    assert rows and all(claimed is None for _, claimed in rows)
+    assert rows and all(claimed is None for _, claimed in rows), (rows, err.decode()[-3000:])
     assert not any(status == "testing" for status, _ in rows)
