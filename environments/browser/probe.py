@@ -18,12 +18,13 @@ import argparse
 import asyncio
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from environments.gui.probing import probe_row, run_probe_children, wait_for_go
 
 #: The action mix (cycled) on the shop's home page: pointer, typing, keys, scrolling, navigation.
 MIX: list[dict[str, Any]] = [
@@ -36,39 +37,6 @@ MIX: list[dict[str, Any]] = [
     {"action": "goto", "url": "http://shop.test/cart"},
     {"action": "go_back"},
 ]
-
-
-def _tree(root: int) -> list[int]:
-    """``root`` and all its descendants (from /proc)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                ppid = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo.extend(children.get(pid, []))
-    return out
-
-
-def tree_memory_mb(root: int) -> tuple[float, float]:
-    """(summed RSS, summed PSS) in MiB of ``root``'s process tree."""
-    rss = pss = 0
-    for pid in _tree(root):
-        try:
-            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-                if line.startswith("Rss:"):
-                    rss += int(line.split()[1])
-                elif line.startswith("Pss:"):
-                    pss += int(line.split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-    return rss / 1024, pss / 1024
 
 
 async def _one_sandbox(actions: int) -> dict[str, Any]:
@@ -90,59 +58,21 @@ async def _one_sandbox(actions: int) -> dict[str, Any]:
             if not first.ok:
                 raise RuntimeError(first.message)
             start_s = time.monotonic() - t0
-            sys.stdout.write("READY\n")
-            sys.stdout.flush()
-            await asyncio.to_thread(sys.stdin.readline)  # all sandboxes up: measure under the full load
+            await wait_for_go()  # all sandboxes up: measure under the full load
             t1 = time.monotonic()
             for k in range(actions):
                 result = await executor.execute(action_from_dict(MIX[k % len(MIX)]))
                 if not result.ok:
                     raise RuntimeError(f"action {MIX[k % len(MIX)]}: {result.message}")
-            acted = time.monotonic() - t1
-            shots = []
-            for _ in range(max(3, actions // 4)):
-                t = time.monotonic()
-                await browser.screenshot()
-                shots.append((time.monotonic() - t) * 1000)
-            rss, pss = tree_memory_mb(os.getpid())
+            row = await probe_row(start_s, actions, time.monotonic() - t1, browser.screenshot)
     finally:
         await sites.stop()
-    return {"start_s": round(start_s, 3), "screenshot_ms": round(statistics.mean(shots), 1),
-            "actions_per_s": round(actions / acted, 1), "rss_mb": round(rss, 1), "pss_mb": round(pss, 1)}
+    return row
 
 
 async def probe_browser_sandboxes(n: int, actions: int) -> list[dict[str, Any]]:
     """Start ``n`` browser sandboxes at once, run ``actions`` actions on each; one dict each."""
-    procs = [await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "environments.browser.probe", "--one", "--actions", str(actions),
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        start_new_session=True) for _ in range(n)]
-    try:
-        for p in procs:
-            assert p.stdout is not None
-            line = await asyncio.wait_for(p.stdout.readline(), 180)
-            if line.strip() != b"READY":
-                err = (await p.stderr.read()).decode(errors="replace").strip().splitlines() if p.stderr else []
-                raise RuntimeError(f"browser sandbox did not start: {(err or [line.decode()])[-1]}")
-        for p in procs:
-            assert p.stdin is not None
-            p.stdin.write(b"GO\n")
-            await p.stdin.drain()
-        rows = []
-        for p in procs:
-            out, err = await asyncio.wait_for(p.communicate(), 300)
-            if p.returncode != 0:
-                raise RuntimeError(f"browser sandbox failed: {err.decode(errors='replace').strip().splitlines()[-1:]}")
-            rows.append(json.loads(out.decode().strip().splitlines()[-1]))
-        return rows
-    finally:
-        for p in procs:
-            if p.returncode is None:
-                try:
-                    os.killpg(p.pid, 9)
-                except ProcessLookupError:
-                    pass
-                await p.wait()
+    return await run_probe_children("environments.browser.probe", "browser", n, actions)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,9 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -28,7 +26,7 @@ from typing import Any
 
 T0 = time.monotonic()  # the child's start, before the heavy imports below
 
-from environments.gui.procmem import tree_memory_mb
+from environments.gui.probing import probe_row, run_probe_children, wait_for_go
 
 #: The action mix of a probe (cycled): pointer, clicks, typing, keys, scrolling.
 MIX: list[dict[str, Any]] = [
@@ -54,62 +52,23 @@ async def _one_sandbox(actions: int) -> dict[str, Any]:
         await session.launch(["mousepad", str(work / "probe.txt")], cwd=work)
         await session.run(["xdotool", "search", "--sync", "--onlyvisible", "--class", "mousepad"], timeout=120)
         start_s = time.monotonic() - T0
-        sys.stdout.write("READY\n")
-        sys.stdout.flush()
-        await asyncio.to_thread(sys.stdin.readline)  # all sandboxes up: measure under the full load
+        await wait_for_go()  # all sandboxes up: measure under the full load
         tool = ComputerTool(session, settle=0.0)
         t1 = time.monotonic()
         for k in range(actions):
             result = await tool(MIX[k % len(MIX)])
             if result.error:
                 raise RuntimeError(result.text)
-        acted = time.monotonic() - t1
-        shots = []
-        for _ in range(max(3, actions // 4)):
-            t = time.monotonic()
-            await session.screenshot()
-            shots.append((time.monotonic() - t) * 1000)
-        rss, pss = tree_memory_mb(os.getpid())
+        row = await probe_row(start_s, actions, time.monotonic() - t1, session.screenshot)
     finally:
         await session.stop()
         shutil.rmtree(work, ignore_errors=True)
-    return {"start_s": round(start_s, 3), "screenshot_ms": round(statistics.mean(shots), 1),
-            "actions_per_s": round(actions / acted, 1), "rss_mb": round(rss, 1), "pss_mb": round(pss, 1)}
+    return row
 
 
 async def probe_computer_sandboxes(n: int, actions: int) -> list[dict[str, Any]]:
     """Start ``n`` computer-use sandboxes at once, run ``actions`` actions on each; one dict each."""
-    procs = [await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "environments.computer.probe", "--one", "--actions", str(actions),
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        start_new_session=True) for _ in range(n)]
-    try:
-        for p in procs:
-            assert p.stdout is not None and p.stderr is not None
-            line = await asyncio.wait_for(p.stdout.readline(), 180)
-            if line.strip() != b"READY":
-                err = (await p.stderr.read()).decode(errors="replace").strip().splitlines()
-                raise RuntimeError(f"computer-use sandbox did not start: {(err or [line.decode()])[-1]}")
-        for p in procs:
-            assert p.stdin is not None
-            p.stdin.write(b"GO\n")
-            await p.stdin.drain()
-        rows = []
-        for p in procs:
-            out, err = await asyncio.wait_for(p.communicate(), 300)
-            if p.returncode != 0:
-                tail = err.decode(errors="replace").strip().splitlines()[-1:]
-                raise RuntimeError(f"computer-use sandbox failed: {tail}")
-            rows.append(json.loads(out.decode().strip().splitlines()[-1]))
-        return rows
-    finally:
-        for p in procs:
-            if p.returncode is None:
-                try:
-                    os.killpg(p.pid, 9)
-                except ProcessLookupError:
-                    pass
-                await p.wait()
+    return await run_probe_children("environments.computer.probe", "computer-use", n, actions)
 
 
 def main(argv: list[str] | None = None) -> int:
