@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
 import os
 import socket
 import sys
 from pathlib import Path
+
+from environments.claw.serve import serve_app
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -28,30 +29,6 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--ready-file", default=None)
     p.add_argument("--log-level", default="warning")
     return p.parse_args(argv)
-
-
-async def _serve(app, sock: socket.socket, url: str, ready_file: str | None, log_level: str) -> None:
-    import uvicorn
-
-    server = uvicorn.Server(uvicorn.Config(app, log_level=log_level, access_log=False, lifespan="off",
-                                           timeout_graceful_shutdown=2))
-
-    async def announce() -> None:
-        while not server.started:
-            if server.should_exit:
-                return
-            await asyncio.sleep(0.01)
-        sys.stderr.write(f"CLAW_READY {url}\n")
-        sys.stderr.flush()
-        if ready_file:
-            path = Path(ready_file)
-            tmp = path.with_name(path.name + ".tmp")
-            tmp.write_text(json.dumps({"url": url, "port": sock.getsockname()[1], "pid": os.getpid()}))
-            tmp.replace(path)
-
-    task = asyncio.create_task(announce())
-    await server.serve(sockets=[sock])
-    task.cancel()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -79,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     sock.listen(128)
     url = f"http://{ns.host}:{sock.getsockname()[1]}"
-    asyncio.run(_serve(app, sock, url, ns.ready_file, ns.log_level))
+    asyncio.run(serve_app(app, sock, url, ns.ready_file, ns.log_level))
     return 0
 
 

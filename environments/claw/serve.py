@@ -42,7 +42,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-async def _serve(app, sock: socket.socket, url: str, ready_file: str | None, log_level: str) -> None:  # noqa: ANN001
+async def serve_app(app, sock: socket.socket, url: str, ready_file: str | None, log_level: str) -> None:  # noqa: ANN001
+    """Serve ``app`` on ``sock``; once listening, print ``CLAW_READY <url>`` and write ``ready_file``.
+    Shared by the claw services and the browser-use mock sites (environments/browser/serve.py)."""
     import uvicorn  # noqa: PLC0415 - keep `--help` fast
 
     config = uvicorn.Config(app, log_level=log_level, access_log=False, lifespan="off", timeout_graceful_shutdown=2)
@@ -96,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     sock.listen(128)
     sock.set_inheritable(True)
     url = f"http://{ns.host}:{sock.getsockname()[1]}"
-    asyncio.run(_serve(app, sock, url, ns.ready_file, ns.log_level))
+    asyncio.run(serve_app(app, sock, url, ns.ready_file, ns.log_level))
     return 0
 
 
