@@ -25,6 +25,16 @@ log = logging.getLogger(__name__)
 #: ``{"status": "policy_error"|"infra_error", "error_kind": "...", "error": "..."}``.
 OUTCOME_FILE = "openforge-outcome.json"
 
+def write_outcome(log_dir: Path, status: str, error_kind: str | None, error: str | None) -> int:
+    """End of an in-process harness's ``main``: write :data:`OUTCOME_FILE` when the episode
+    ended in ``policy_error``/``infra_error``; the process exit code (1 for ``infra_error``)."""
+    if status in ("policy_error", "infra_error"):
+        log_dir.mkdir(parents=True, exist_ok=True)
+        (log_dir / OUTCOME_FILE).write_text(json.dumps(
+            {"status": status, "error_kind": error_kind, "error": error}), encoding="utf-8")
+    return 1 if status == "infra_error" else 0
+
+
 #: A harness whose episode ends with a final text reply writes it to this file in its log
 #: dir (``<logs>/agent/final_answer.txt``), so a verifier can grade question-answer tasks.
 FINAL_ANSWER_FILE = "final_answer.txt"

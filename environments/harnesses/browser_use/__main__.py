@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
 import os
 import sys
 from pathlib import Path
 
 from environments.browser.session import BrowserConfig
-from environments.harnesses.base import OUTCOME_FILE, SERVICES_URL_ENV
+from environments.harnesses.base import SERVICES_URL_ENV, write_outcome
 from environments.harnesses.browser_use.loop import BrowserUseConfig, run_browser_use
 
 log = logging.getLogger("environments.harnesses.browser_use")
@@ -59,11 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     result = asyncio.run(run_browser_use(cfg))
     log.info("browser-use: %s after %d steps (%d calls, %d malformed, %d failed actions, %d screenshots)",
              result.status, result.steps, result.n_calls, result.malformed, result.failed_actions, result.screenshots)
-    if result.status in ("policy_error", "infra_error"):
-        args.log_dir.mkdir(parents=True, exist_ok=True)
-        (args.log_dir / OUTCOME_FILE).write_text(json.dumps(
-            {"status": result.status, "error_kind": result.error_kind, "error": result.error}), encoding="utf-8")
-    return 1 if result.status == "infra_error" else 0
+    return write_outcome(args.log_dir, result.status, result.error_kind, result.error)
 
 
 if __name__ == "__main__":

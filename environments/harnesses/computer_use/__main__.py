@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
 import os
 import shutil
@@ -19,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 from environments.computer.spec import load_desktop_spec
-from environments.harnesses.base import OUTCOME_FILE
+from environments.harnesses.base import write_outcome
 from environments.harnesses.computer_use.loop import CUConfig, load_plan, run_episode
 
 log = logging.getLogger("environments.harnesses.computer_use")
@@ -79,11 +78,7 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(home, ignore_errors=True)
     log.info("computer-use: %s (%s) after %d steps, %d calls, %d actions, %d screenshots", result.status,
              result.terminal, result.steps, result.n_calls, result.actions, result.screenshots)
-    if result.status in ("policy_error", "infra_error"):
-        args.log_dir.mkdir(parents=True, exist_ok=True)
-        (args.log_dir / OUTCOME_FILE).write_text(json.dumps(
-            {"status": result.status, "error_kind": result.error_kind, "error": result.error}), encoding="utf-8")
-    return 1 if result.status == "infra_error" else 0
+    return write_outcome(args.log_dir, result.status, result.error_kind, result.error)
 
 
 if __name__ == "__main__":

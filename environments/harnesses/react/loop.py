@@ -22,6 +22,7 @@ from typing import Any
 import openai
 from openai import AsyncOpenAI
 
+from environments.harnesses.base import FINAL_ANSWER_FILE
 from environments.harnesses.react.protocol import (
     TEXT_PROTOCOL,
     ParseError,
@@ -30,7 +31,6 @@ from environments.harnesses.react.protocol import (
     parse_action,
 )
 from environments.harnesses.react.tools import ToolBox
-from environments.harnesses.base import FINAL_ANSWER_FILE
 
 log = logging.getLogger(__name__)
 
