@@ -15,11 +15,12 @@ import io
 import logging
 import os
 import shutil
-import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self
+
+from environments.runner.procs import stop_process
 
 log = logging.getLogger(__name__)
 
@@ -159,21 +160,8 @@ class DesktopSession:
         return [p.pid for p in self._procs if p.returncode is None]
 
     async def stop(self) -> None:
-        for proc in reversed(self._procs):
-            if proc.returncode is None:
-                try:
-                    os.killpg(proc.pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
-        for proc in reversed(self._procs):
-            try:
-                await asyncio.wait_for(proc.wait(), 3)
-            except TimeoutError:
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                await proc.wait()
+        # every group at once (apps, WM, Xvfb): TERM, 3 s grace, then KILL
+        await asyncio.gather(*(stop_process(proc, grace=3.0) for proc in reversed(self._procs)))
         self._procs.clear()
         self.desktop = None
 
