@@ -15,7 +15,6 @@ import json
 import logging
 import os
 import shutil
-import signal
 import sys
 import time
 import uuid
@@ -24,6 +23,8 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
+
+from environments.runner.procs import kill_group
 
 log = logging.getLogger(__name__)
 
@@ -82,11 +83,11 @@ async def _run_script(script: Path, cwd: Path, env: dict[str, str], timeout: flo
         try:
             code = await asyncio.wait_for(proc.wait(), timeout)
         except asyncio.TimeoutError:
-            _kill_group(proc.pid)
+            kill_group(proc.pid)
             await proc.wait()
             return None
         except asyncio.CancelledError:  # Ctrl-C: the script's own session would outlive us
-            _kill_group(proc.pid)
+            kill_group(proc.pid)
             raise
         task = asyncio.current_task()
         if task is not None and task.cancelling():
@@ -94,12 +95,6 @@ async def _run_script(script: Path, cwd: Path, env: dict[str, str], timeout: flo
             raise asyncio.CancelledError
         return code
 
-
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 class LocalChecker:
