@@ -117,27 +117,39 @@ async def test_docker_sandbox_reaches_the_proxy_through_the_relay(docker_backend
     assert result.isolation == "docker"
 
 
-async def test_docker_cancel_removes_running_containers(docker_backend, tiny_task: Path) -> None:
+async def test_docker_cancel_removes_running_containers(docker_backend, tmp_path: Path) -> None:
     import asyncio
 
-    specs = [spec(tiny_task, "command", harness_options={"argv": ["sleep", "300"]}) for _ in range(2)]
+    from tests.training.orchestrator.conftest import make_task
+    from training.orchestrator.docker_backend import LABEL
+
+    # The agent budget outlives the test, so only the cancel can end these rollouts.
+    task_dir = make_task(tmp_path / "bank", agent_timeout=900)
+    specs = [spec(task_dir, "command", timeout=900, harness_options={"argv": ["sleep", "300"]}) for _ in range(2)]
     sched = Scheduler(docker_backend, concurrency=2)
 
     async def consume() -> None:
         async for _ in sched.run(specs):
             pass
 
+    async def running_containers() -> int:
+        found = await docker_backend._call(docker_backend.client.api.containers,
+                                           filters={"label": LABEL, "status": "running"})
+        ids = {s.rollout_id for s in specs}
+        return sum((c.get("Labels") or {}).get("openforge.rollout") in ids for c in found)
+
     task = asyncio.create_task(consume())
     try:
         for _ in range(600):
             await asyncio.sleep(0.2)
-            if len(await docker_backend.live_sandboxes()) == 2 and all(
-                (Path(h.root) / "runner.log").exists() for h in docker_backend._handles.values()
-            ):
+            if task.done() or await running_containers() == 2:
                 break
+        assert not task.done(), f"the rollouts ended before the cancel: {task}"
+        assert await running_containers() == 2
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
         assert await docker_backend.live_sandboxes() == []
+        assert await running_containers() == 0
     finally:
         await docker_backend.aclose()
