@@ -193,10 +193,16 @@ def spreadsheet_total(rng: random.Random, difficulty: Difficulty) -> GuiTask:
         (f"Update budget.csv: {names[target]} now costs {new:.2f}. Append a final row whose item is TOTAL and whose "
          f"amount is the new sum of the amount column, with 2 decimals."),
     ])
-    actions = [edit("view", "budget.csv"),
-               edit("str_replace", "budget.csv", old_str=f"\n{names[target]},{amounts[target]:.2f}\n",
-                    new_str=f"\n{names[target]},{new:.2f}\n"),
-               edit("insert", "budget.csv", insert_line=len(lines), new_str=f"TOTAL,{total:.2f}"),
+    # Mousepad has budget.csv open: the target row is line target + 2 (after the header), so
+    # ctrl+Home then Down (target + 1) times lands at its start; shift+End selects the row and
+    # typing replaces it. The file ends with a newline, so ctrl+End is the start of an empty
+    # last line: type the TOTAL row there, save, and wait until the file on disk has it.
+    actions = [act("screenshot"), act("left_click", coordinate=EDITOR_TEXT),
+               act("key", text="ctrl+Home"), act("key", text=" ".join(["Down"] * (target + 1))),
+               act("key", text="shift+End"), act("type", text=f"{names[target]},{new:.2f}"),
+               act("key", text="ctrl+End"), act("type", text=f"TOTAL,{total:.2f}\n"),
+               act("key", text="ctrl+s"), act("wait", duration=1.0),
+               bash("for i in $(seq 100); do grep -q '^TOTAL,' budget.csv && break; sleep 0.2; done; cat budget.csv"),
                act("screenshot"), DONE]
     rows = [["item", "amount"]] + [[n, f"{a:.2f}"] for n, a in zip(names, after)] + [["TOTAL", f"{total:.2f}"]]
     return _task("spreadsheet", f"Budget total ({k} items)", instruction, {"budget.csv": "\n".join(lines) + "\n"},

@@ -160,6 +160,28 @@ class KubeApi:
             raise KubeError(resp.status, f"logs of {name}: {body.decode(errors='replace')[:300]}")
         return body.decode("utf-8", errors="replace")
 
+    async def warning_events(self, pod_name: str, *, limit: int = 3) -> list[str]:
+        """The pod's latest distinct ``Warning`` events as ``"Reason: message"`` (newest last):
+        why a pod never ran (FailedScheduling, FailedMount, Failed pulls) in the words of the
+        scheduler and kubelet. Raises :class:`KubeError` (e.g. 403 without RBAC on events)."""
+        out = await self._call(f"events of {pod_name}", self.core.list_namespaced_event, self.namespace,
+                               field_selector=f"involvedObject.name={pod_name},type=Warning")
+
+        def when(ev: dict[str, Any]) -> str:
+            series = ev.get("series") or {}
+            return str(series.get("lastObservedTime") or ev.get("lastTimestamp") or ev.get("eventTime")
+                       or (ev.get("metadata") or {}).get("creationTimestamp") or "")
+
+        lines: list[str] = []
+        for ev in sorted(out.get("items") or [], key=when):
+            line = f"{ev.get('reason') or '?'}: {str(ev.get('message') or '').strip()[:200]}"
+            count = int(ev.get("count") or (ev.get("series") or {}).get("count") or 1)
+            line += f" (x{count})" if count > 1 else ""
+            if line in lines:
+                lines.remove(line)
+            lines.append(line)
+        return lines[-limit:]
+
     async def watch_pods(self, label_selector: str, resource_version: str,
                          timeout_seconds: int = 300) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         """``(type, pod)`` events from ``resource_version`` on; ends when the server closes the

@@ -497,9 +497,22 @@ class KubernetesBackend:
         if verdict.timeout:
             raise PodDeadlineExceeded(verdict.message)
         if verdict.error_kind is not None and verdict.error_kind != ErrorKind.oom and not cancelled:
-            raise SandboxError(verdict.message, kind=verdict.error_kind)
+            raise SandboxError(await self._with_events(verdict.message, state), kind=verdict.error_kind)
         return SandboxExit(exit_code=verdict.exit_code, oom=verdict.oom, cancelled=cancelled,
                            error=verdict.message if verdict.oom else report_error, timings=timings)
+
+    async def _with_events(self, message: str, state: PodState) -> str:
+        """``message`` plus the pod's latest Warning events, the scheduler's and kubelet's own
+        account of a failure (best effort: without RBAC on events the message stays as is)."""
+        assert self.api is not None
+        try:
+            async with asyncio.timeout(10):
+                events = await self.api.warning_events(state.name)
+        except (KubeError, TimeoutError) as exc:
+            log.debug("events of %s: %s", state.name, exc)
+            return message
+        news = [e for e in events if e.partition(": ")[2].rsplit(" (x", 1)[0] not in message]  # said already
+        return message + (f" | events: {'; '.join(news)}" if news else "")
 
     async def _log_report(self, handle: SandboxHandle, state: PodState) -> tuple[RunnerReport | None, str | None]:
         """The container log into ``runner.log``; the runner's report line from it (fallback)."""

@@ -117,6 +117,9 @@ async def test_failure_classes(cluster, k8s_backend, tmp_path: Path) -> None:
         assert not r.trainable and r.seconds < 30, r
     node_lost = next(r for r in results if specs[r.rollout_id][0] == "node_lost")
     assert "node lost" in (node_lost.error or "")
+    unschedulable = next(r for r in results if specs[r.rollout_id][0] == "unschedulable")
+    # The scheduler's reason once: its FailedScheduling event says what the condition says.
+    assert (unschedulable.error or "").count("Insufficient memory") == 1, unschedulable.error
     assert await backend.live_sandboxes() == []
 
 
@@ -135,6 +138,8 @@ async def test_unknown_image_is_an_image_pull_error(cluster, k8s_backend, tmp_pa
     r = await Scheduler(k8s_backend()).run_one(spec(task, "noop"))
     assert (r.status, r.error_kind) == (Outcome.infra_error, "image_pull"), r
     assert "ImagePullBackOff" in r.error or "ErrImagePull" in r.error
+    # The kubelet's own words come along (from the pod's Warning events).
+    assert "| events: " in r.error and "Failed: Failed to pull image" in r.error, r.error
 
 
 async def test_warm_pool_claims_in_under_a_second(cluster, k8s_backend, tmp_path: Path) -> None:
