@@ -289,6 +289,43 @@ _SETTINGS = [
     ("show-right-margin", "the right margin shown", lambda r: "true"),
 ]
 SCHEMA = "org.xfce.mousepad.preferences.view"
+#: Keyboard focus order of the View page of Mousepad's Preferences dialog (Mousepad 0.5):
+#: the page's tab label first, then these check buttons; the right-margin column spin button
+#: joins the order (right after its check button) only once the margin is on.
+_VIEW_FOCUS = ["show-line-numbers", "show-whitespace", "show-line-endings", "show-right-margin",
+               "highlight-current-line", "match-braces", "word-wrap"]
+_DEFAULT_TAB_WIDTH = 8
+
+
+def _preferences_plan(values: list[tuple[str, str, Any]]) -> list[dict[str, Any]]:
+    """Keyboard actions setting ``values`` in Mousepad's Preferences dialog (Edit > Preferences).
+
+    The dialog opens on its View page with the focus on the page's tab label: Tab walks down
+    the check buttons (:data:`_VIEW_FOCUS`) and space toggles one (every boolean here is off by
+    default). ctrl+Page_Down then switches to the Editor page, whose tab-width spin button takes
+    the focus; its text is replaced and Tab commits it. A tab width equal to the default is
+    first set to another value (an unchanged spin button writes nothing to the keyfile)."""
+    plan = [act("key", text="alt+e"), act("key", text="End"), act("key", text="Return"),  # Edit > Preferences...
+            focus("Mousepad Preferences")]
+    pos, margin_on = 0, False
+    for key in _VIEW_FOCUS:
+        if key not in {k for k, _, _ in values if k != "tab-width"}:
+            continue
+        order = _VIEW_FOCUS[:4] + (["right-margin-column"] if margin_on else []) + _VIEW_FOCUS[4:]
+        target = order.index(key) + 1
+        plan += [act("key", text=" ".join(["Tab"] * (target - pos))), act("key", text="space")]
+        pos = target
+        if key == "show-right-margin":
+            margin_on = True
+    width = next((v for k, _, v in values if k == "tab-width"), None)
+    if width is not None:
+        plan.append(act("key", text="ctrl+Page_Down"))
+        steps = [width] if width != _DEFAULT_TAB_WIDTH else [width - 1, width]
+        for i, w in enumerate(steps):
+            if i:
+                plan.append(act("key", text="shift+Tab"))  # back into the spin button
+            plan += [act("key", text="ctrl+a"), act("type", text=str(w)), act("key", text="Tab")]
+    return plan
 
 
 @family("settings-editor")
@@ -300,9 +337,9 @@ def settings_editor(rng: random.Random, difficulty: Difficulty) -> GuiTask:
         f"Change the preferences of the Mousepad text editor: {wants}.",
         f"Configure Mousepad (View preferences) so that: {wants}. The settings must persist.",
     ])
-    actions: list[dict[str, Any]] = [act("screenshot")]
-    actions += [bash(f"gsettings set {SCHEMA} {key} {v}") for key, _, v in values]
-    actions += [act("wait", duration=0.5), DONE]
+    waits = " && ".join(f"grep -q '^{key}={v}$' {KEYFILE}" for key, _, v in values)
+    actions = [act("screenshot"), act("left_click", coordinate=EDITOR_TEXT), *_preferences_plan(values),
+               bash(f"for i in $(seq 100); do {waits} && break; sleep 0.2; done; cat {KEYFILE}"), act("screenshot"), DONE]
     section = "/".join(SCHEMA.split("."))
     checks = [{"name": f"set_{key}", "kind": "ini", "path": KEYFILE, "section": section, "key": key, "value": str(v)}
               for key, _, v in values]

@@ -26,7 +26,8 @@ def outcome(r) -> tuple:
     return (r.status, r.reward, r.error_kind)
 
 
-async def compare_with_local(cluster, k8s_backend, tasks: list[Path], harnesses: tuple[str, ...]) -> None:
+async def compare_with_local(cluster, k8s_backend, tasks: list[Path], harnesses: tuple[str, ...]) -> list:
+    """Run every (task, harness) on the fake cluster and on bubblewrap; same outcomes. The pods' results."""
     for task in tasks:
         await cluster.image(task)
     backend = k8s_backend()
@@ -47,6 +48,7 @@ async def compare_with_local(cluster, k8s_backend, tasks: list[Path], harnesses:
         assert (Path(r.logs_dir) / "verifier" / "reward.txt").is_file()  # /logs came back from the pod
         assert "OPENFORGE_RESULT" in (Path(r.logs_dir).parent / "runner.log").read_text()
     assert await backend.live_sandboxes() == []
+    return k8s
 
 
 async def test_tiny_and_claw_task_match_local_backend(cluster, k8s_backend, tmp_path: Path) -> None:
