@@ -44,6 +44,9 @@ class BwrapPlan:
     dirs: list[str] = field(default_factory=list)  # empty dirs to create (on tmpfs)
     share_net: bool = False
     unhonoured: list[str] = field(default_factory=list)
+    #: uid and gid inside the user namespace (None: root there). It maps to the caller's own
+    #: uid outside, so the sandbox reads and writes exactly what it could as root inside.
+    uid: int | None = None
 
 
 def _top_entries() -> list[Path]:
@@ -71,6 +74,8 @@ def build_argv(plan: BwrapPlan, *, chdir: str, command: list[str]) -> list[str]:
     if plan.share_net:
         argv.append("--share-net")
     argv += ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    if plan.uid is not None:
+        argv += ["--uid", str(plan.uid), "--gid", str(plan.uid)]
     top_bound: set[str] = set()
     for entry in _top_entries():
         if entry.is_symlink():

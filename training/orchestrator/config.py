@@ -46,6 +46,11 @@ class OrchestratorSettings(BaseSettings):
         default="auto", description="Local backend isolation: bubblewrap when available, else a plain process."
     )
     sandbox_python: str | None = Field(default=None, description="Python that runs the runner (default: this one).")
+    sandbox_uid: int = Field(
+        default=1000, ge=0,
+        description="uid/gid of the agent inside a bubblewrap sandbox (maps to this process's uid outside, "
+        "so file access is unchanged); 0 runs it as root inside, as the docker backend still does.",
+    )
 
 
 @lru_cache(maxsize=1)

@@ -196,7 +196,8 @@ class LocalBackend:
                 workdir = "/app"
                 break
         staged = await asyncio.to_thread(_stage_copies, info, task_path / "environment", dirs, workdir)
-        plan = BwrapPlan()
+        uid = get_orchestrator_settings().sandbox_uid
+        plan = BwrapPlan(uid=uid or None)
         settings = get_settings()
         home_dir = settings.home_dir
         if any(ess == home_dir or home_dir in ess.parents for ess in _essential_paths()):

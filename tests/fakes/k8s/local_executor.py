@@ -131,7 +131,9 @@ class LocalPodExecutor:
                 if "emptyDir" in vol:
                     vol_dirs[name] = root / "volumes" / name
                     vol_dirs[name].mkdir(parents=True)
-            plan = BwrapPlan(share_net=True)
+            # The container runs as its securityContext says (container over pod), as a kubelet does.
+            run_as = {**(pod["spec"].get("securityContext") or {}), **(container.get("securityContext") or {})}
+            plan = BwrapPlan(share_net=True, uid=run_as.get("runAsUser") or None)
             workdir_volume = next((m["name"] for m in container.get("volumeMounts") or []
                                    if m["mountPath"].rstrip("/") == workdir.rstrip("/")), None)
             if workdir_volume is not None:

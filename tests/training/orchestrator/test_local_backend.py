@@ -130,3 +130,21 @@ async def test_bubblewrap_sandbox_cannot_see_the_task_tests_or_the_bank(tmp_path
         assert result.reward == 1.0, result
     finally:
         await backend.aclose()
+
+
+@pytest.mark.skipif(not bwrap_path(), reason="bubblewrap not installed")
+async def test_bubblewrap_agent_is_not_root_yet_owns_its_files(tmp_path: Path, openforge_home: Path) -> None:
+    import os
+
+    # The agent runs as uid/gid 1000 inside (no root banners, xterm can own its pty), and what
+    # it writes is the orchestrator's own file outside (the uid maps to ours).
+    solve = "#!/usr/bin/env bash\n[ \"$(id -u):$(id -g)\" = 1000:1000 ] && [ -O . ] && echo hello > out.txt\n"
+    task = make_task(tmp_path, "uid", extra={"solution/solve.sh": solve})
+    backend = LocalBackend(isolation="bubblewrap")
+    try:
+        result = await Scheduler(backend).run_one(spec(task, "oracle"))
+        assert result.reward == 1.0, result
+        reward_file = Path(result.logs_dir) / "verifier" / "reward.txt"
+        assert reward_file.stat().st_uid == os.getuid()
+    finally:
+        await backend.aclose()
