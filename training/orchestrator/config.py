@@ -48,8 +48,10 @@ class OrchestratorSettings(BaseSettings):
     sandbox_python: str | None = Field(default=None, description="Python that runs the runner (default: this one).")
     sandbox_uid: int = Field(
         default=1000, ge=0,
-        description="uid/gid of the agent inside a bubblewrap sandbox (maps to this process's uid outside, "
-        "so file access is unchanged); 0 runs it as root inside, as the docker backend still does.",
+        description="uid/gid of the agent in a sandbox. bubblewrap: its uid inside the user namespace "
+        "(maps to ours outside, so file access is unchanged). docker, when we are root: the container's user "
+        "(its bind-mounted dirs are handed over, the image's WORKDIR chowned); as non-root we run it as us. "
+        "0: root (no capabilities either way).",
     )
 
 

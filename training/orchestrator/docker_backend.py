@@ -11,6 +11,9 @@
   with tmpfs ``/tmp``, ``/run``, ``/var/tmp``; WORKDIR on an anonymous volume (seeded with
   the image's files, writable); ``cap_drop=ALL``, ``no-new-privileges``, CPU/memory/pids
   limits from task.toml, ``init`` reaping zombies;
+- user: not root. As root on the host the agent is ``OPENFORGE_SANDBOX_UID`` (1000): the
+  image gets a last layer chowning WORKDIR to it (``images.agent_user_layer``) and its
+  bind-mounted ``/logs`` and ``/tests`` are handed over; as anyone else it runs as us;
 - Harbor paths: ``/task`` (ro), ``/logs``, ``/tests`` and ``/solution`` (oracle only) are
   binds of the rollout's host dirs. Tests are copied into the bound ``/tests`` on the
   runner's phase line (``put_archive`` cannot write into a read-only root or a tmpfs);
@@ -45,6 +48,7 @@ from training.orchestrator.images import (
 from training.orchestrator.layout import (
     SandboxDirs,
     copy_tests,
+    hand_over,
     load_and_lay_out,
     remove_sandbox,
 )
@@ -136,6 +140,12 @@ class DockerBackend:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, lambda: fn(*args, **kwargs))
 
+    @property
+    def agent_uid(self) -> int:
+        """Who the agent is in the container: our own uid when we are not root (bind mounts
+        then just work), else ``OPENFORGE_SANDBOX_UID`` (0: root, no capabilities)."""
+        return os.getuid() or self.settings.sandbox_uid
+
     async def _image(self, task_path: Path, build_timeout: float) -> tuple[TaskImage, dict[str, str]]:
         """The task's image and its configured env; memoized per environment-dir content."""
         key = await asyncio.to_thread(environment_key, task_path)
@@ -144,7 +154,7 @@ class DockerBackend:
             if key not in self._images:
                 image = await self._call(build_task_image, self.client, task_path, base=self.settings.base_image,
                                          aliases=self.settings.image_aliases, timeout=build_timeout,
-                                         mounted=tuple(runtime_mounts()))
+                                         mounted=tuple(runtime_mounts()), agent_uid=self.agent_uid or None)
                 env: dict[str, str] = {}
                 img = await self._call(self.client.images.get, image.tag)
                 for item in (img.attrs.get("Config") or {}).get("Env") or []:
@@ -219,11 +229,15 @@ class DockerBackend:
             env_cfg["PATH"] = f"{env_cfg.get('PATH') or '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'}:{RUNTIME_BIN}"
         env = sandbox_env(spec, dockerfile_env=env_cfg, home=env_cfg.get("HOME", "/tmp"))
         env_cfg_res = task.config.environment
+        user = None
+        if self.agent_uid:
+            user = f"{self.agent_uid}:{self.agent_uid}"
+            await asyncio.to_thread(hand_over, [dirs.logs, dirs.tests], self.agent_uid)
         kwargs: dict[str, Any] = dict(  # noqa: C408 - reads as the docker run flags
             image=image.tag, command=cmd, name=f"openforge-{spec.rollout_id}", detach=True,
             environment=env, working_dir=workdir, mounts=mounts, network_mode=network,
             read_only=True, tmpfs={"/tmp": "rw,exec,size=1g", "/run": "rw,size=64m", "/var/tmp": "rw,size=256m"},
-            cap_drop=["ALL"], security_opt=["no-new-privileges"], init=True,
+            cap_drop=["ALL"], security_opt=["no-new-privileges"], init=True, user=user,
             mem_limit=f"{int(env_cfg_res.memory_mb)}m", memswap_limit=f"{int(env_cfg_res.memory_mb)}m",
             nano_cpus=int(env_cfg_res.cpus * 1e9), pids_limit=4096,
             labels={LABEL: "1", "openforge.rollout": spec.rollout_id},
@@ -264,6 +278,8 @@ class DockerBackend:
 
         async def agent_done() -> None:
             await asyncio.to_thread(copy_tests, task_dir, dirs.tests)
+            if self.agent_uid:
+                await asyncio.to_thread(hand_over, [dirs.tests], self.agent_uid)
 
         follower = RunnerFollower(dirs.runner_log, agent_done)
         pump_future = loop.run_in_executor(self._pool, pump)

@@ -16,7 +16,7 @@ import logging
 import os
 import tarfile
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -159,9 +159,21 @@ def environment_key(task_path: Path) -> str:
     return f"{task_path}:{content_hash(task_path)}"
 
 
+def agent_user_layer(uid: int, mounted: tuple[str, ...] = ()) -> str:
+    """Dockerfile lines that let a non-root agent (``uid``) own its WORKDIR (the workspace
+    volume is seeded from it, ownership included) and reach the host paths mounted at run
+    time (an image's ``/root`` is 0700, the host interpreter may live under it)."""
+    ancestors = sorted({str(a) for m in mounted for a in PurePosixPath(m).parents if str(a) != "/"})
+    lines = ["USER root",
+             f'RUN if [ "$(pwd)" != / ]; then chown -R {uid}:{uid} .; fi'
+             + "".join(f'; if [ -d "{a}" ]; then chmod o+x "{a}"; fi' for a in ancestors)]
+    return "\n".join(lines) + "\n"
+
+
 def build_task_image(client: Any, task_path: Path, *, base: str, aliases: dict[str, str],
-                     timeout: float = 600.0, mounted: tuple[str, ...] = ()) -> TaskImage:
-    """Build (or find cached) the image of ``task_path/environment/Dockerfile``. Blocking."""
+                     timeout: float = 600.0, mounted: tuple[str, ...] = (), agent_uid: int | None = None) -> TaskImage:
+    """Build (or find cached) the image of ``task_path/environment/Dockerfile``. Blocking.
+    With ``agent_uid``, a last layer (:func:`agent_user_layer`) readies it for that user."""
     from docker.errors import APIError, BuildError, ImageNotFound
 
     def exists(ref: str) -> bool:
@@ -186,6 +198,8 @@ def build_task_image(client: Any, task_path: Path, *, base: str, aliases: dict[s
     missing = unbuilt_local_image(mapping, exists)
     if missing:
         raise ImageBuildError(f"{dockerfile}: {missing}")
+    if agent_uid:
+        text = text.rstrip("\n") + "\n" + agent_user_layer(agent_uid, mounted)
     image_ids = ""
     for used in sorted({v for k, v in mapping.items() if not k.startswith("COPY")}):
         try:

@@ -106,6 +106,18 @@ def copy_tests(task_dir: Path, dest: Path) -> None:
         os.replace(tmp, dest / "test.sh")
 
 
+def hand_over(paths: list[Path], uid: int) -> None:
+    """Make ``paths`` (recursively) ``uid``'s, so a container running as ``uid`` can write its
+    bind-mounted dirs. Only root may chown; as anyone else the agent runs as us already."""
+    if os.getuid() != 0 or uid == 0:
+        return
+    for path in paths:
+        os.chown(path, uid, uid)
+        for root, dnames, fnames in os.walk(path):
+            for name in dnames + fnames:
+                os.chown(os.path.join(root, name), uid, uid, follow_symlinks=False)
+
+
 def remove_sandbox(dirs: SandboxDirs) -> None:
     """Remove the sandbox part of a rollout dir (logs are kept)."""
     if dirs.sandbox.exists():

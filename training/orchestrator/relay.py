@@ -54,6 +54,7 @@ class HostRelays:
 
     def __init__(self) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="of-relay-"))
+        self.dir.chmod(0o755)  # a sandbox agent that is not us must reach the (0666) sockets
         self._servers: dict[int, asyncio.AbstractServer] = {}
         self._lock = asyncio.Lock()
         self._conns: set[asyncio.Task[None]] = set()
