@@ -62,7 +62,7 @@ def _deepest_existing(dest: PurePosixPath) -> Path:
 
 def _runtime_paths_under_tmpfs() -> list[str]:
     """Runtime paths (see ``runtime.runtime_paths``) under the sandbox's fresh /tmp or /run."""
-    from training.orchestrator.runtime import runtime_paths  # noqa: PLC0415
+    from training.orchestrator.runtime import runtime_paths
 
     return [p for p in runtime_paths() if Path(p).parts[1:2] in (("tmp",), ("run",))]
 

@@ -54,9 +54,9 @@ from training.orchestrator.layout import (
 )
 from training.orchestrator.relay import SANDBOX_RELAY_DIR, HostRelays, loopback_target
 from training.orchestrator.runtime import (
-    runtime_paths,
     SANDBOX_INIT,
     runner_command,
+    runtime_paths,
     sandbox_env,
     with_relay,
 )

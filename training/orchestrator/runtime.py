@@ -28,7 +28,7 @@ def runtime_paths() -> list[str]:
     """Host paths the runner needs (interpreter, venv, this checkout, harness tools), outermost
     first; a path inside another listed one is left out. Backends bind them read-only at the
     same place."""
-    from environments.harnesses.binaries import tools_dir  # noqa: PLC0415
+    from environments.harnesses.binaries import tools_dir
 
     paths = {Path(sys.base_prefix).resolve(), Path(sys.prefix), REPO_ROOT}
     if tools_dir().is_dir():
