@@ -6,7 +6,10 @@ drives the same action layer as the policy) and verifier checks over the workspa
 Each family is ``(rng, difficulty) -> GuiTask``; :func:`generate` makes (family, seed,
 difficulty) deterministic. Apps: Mousepad (text editor; a window about a second after
 launch), PCManFM (file manager) and LibreOffice Calc (spreadsheet-calc; about 4 s to a
-window); ``spreadsheet-total`` edits the CSV with the editor tool instead.
+window). Oracles work the apps with the keyboard (plus a click into the editor); their
+``bash`` steps only wait for windows and files (``xdotool search --sync``, polling the
+workspace), except in ``multi-app-reply``, whose oracle reads the invoice with
+``str_replace_editor``, starts a second Mousepad and moves the saved reply with ``bash``.
 """
 
 from __future__ import annotations
@@ -146,6 +149,40 @@ def _gui_type(text: str, *, click: bool = True, to_end: bool = False) -> list[di
 
 
 # 1 ───────────────────────────────────────────────────────────────── files: organize
+def _pcmanfm_organize(n_reports: int, n_tmp: int, year: int) -> list[dict[str, Any]]:
+    """Keyboard actions in PCManFM (open on inbox/): delete the .tmp files, cut the reports,
+    make archive/<year> beside inbox/ and paste them there.
+
+    In the detailed list (ctrl+4) the names sort notes-… < report-… < ~scratch… (the ~ sorts
+    after letters in C collation and is ignored in glibc's locale collations), so the .tmp
+    files are the last rows: End, then shift+Up. Typing ``report`` (type-ahead search; Escape closes its
+    popup) selects the first report, shift+Down extends the selection over the others. A
+    typed ``~`` would open the location bar instead, hence End for the .tmp files. Folders are
+    entered through the location bar (ctrl+l, End, ``/name``), which does not wait for the
+    view to list a new folder. The ``bash`` steps only wait (dialogs, files on disk)."""
+    return [
+        act("key", text="ctrl+4"), act("wait", duration=1.0),
+        act("type", text="report"), act("key", text="Escape"),  # a cursor in the list
+        act("key", text=" ".join(["End"] + ["shift+Up"] * (n_tmp - 1))),
+        act("key", text="shift+Delete"), focus("^Confirm$"), act("key", text="Return"),  # Yes: delete
+        bash("for i in $(seq 100); do ls inbox/*.tmp >/dev/null 2>&1 || break; sleep 0.2; done; ls inbox"),
+        act("type", text="report"), act("key", text="Escape"),
+        *([act("key", text=" ".join(["shift+Down"] * (n_reports - 1)))] if n_reports > 1 else []),
+        act("key", text="ctrl+x"),
+        act("key", text="alt+Up"),  # the workspace
+        act("key", text="ctrl+shift+n"), focus("^Creating New Folder$"), act("type", text="archive\n"),
+        bash("for i in $(seq 100); do [ -d archive ] && break; sleep 0.2; done; ls"),
+        act("key", text="ctrl+l"), act("key", text="End"), act("type", text="/archive\n"), focus("^archive$"),
+        act("key", text="ctrl+shift+n"), focus("^Creating New Folder$"), act("type", text=f"{year}\n"),
+        bash(f"for i in $(seq 100); do [ -d archive/{year} ] && break; sleep 0.2; done; ls archive"),
+        act("key", text="ctrl+l"), act("key", text="End"), act("type", text=f"/{year}\n"), focus(f"^{year}$"),
+        act("key", text="ctrl+v"),
+        bash(f"for i in $(seq 100); do ls inbox/report-* >/dev/null 2>&1 || break; sleep 0.2; done; "
+             f"for i in $(seq 100); do [ $(ls archive/{year} | wc -l) -ge {n_reports} ] && break; sleep 0.2; done; "
+             "ls -R inbox archive"),
+    ]
+
+
 @family("files-organize")
 def files_organize(rng: random.Random, difficulty: Difficulty) -> GuiTask:
     n_reports, n_tmp = 2 + _SCALE[difficulty], 1 + _SCALE[difficulty]
@@ -163,8 +200,7 @@ def files_organize(rng: random.Random, difficulty: Difficulty) -> GuiTask:
         (f"Clean inbox/: the monthly report files (report-...txt) belong in {dest}/, the .tmp files should be "
          f"deleted, everything else stays."),
     ])
-    actions = [act("screenshot"), bash(f"mkdir -p {dest} && mv inbox/report-*.txt {dest}/"),
-               bash("rm -f inbox/*.tmp && ls -R inbox archive"), DONE]
+    actions = [act("screenshot"), *_pcmanfm_organize(len(reports), len(junk), year), DONE]
     checks = [{"name": f"moved_{r}", "kind": "text", "path": f"{dest}/{r}", "contains": [r.removesuffix('.txt')]}
               for r in reports]
     checks += [{"name": f"not_in_inbox_{r}", "kind": "absent", "path": f"inbox/{r}"} for r in reports]
@@ -302,14 +338,17 @@ def _preferences_plan(values: list[tuple[str, str, Any]]) -> list[dict[str, Any]
 
     The dialog opens on its View page with the focus on the page's tab label: Tab walks down
     the check buttons (:data:`_VIEW_FOCUS`) and space toggles one (every boolean here is off by
-    default). ctrl+Page_Down then switches to the Editor page, whose tab-width spin button takes
-    the focus; its text is replaced and Tab commits it. A tab width equal to the default is
-    first set to another value (an unchanged spin button writes nothing to the keyfile)."""
+    default). ctrl+Page_Down then switches to the Editor page; as the focus was inside the View
+    page, it moves to the Editor page's first widget, the tab-width spin button (from the tab
+    label it would stay on the tabs). Its text is replaced and Tab commits it. A tab width
+    equal to the default is first set to another value (an unchanged spin button writes
+    nothing to the keyfile)."""
     plan = [act("key", text="alt+e"), act("key", text="End"), act("key", text="Return"),  # Edit > Preferences...
             focus("Mousepad Preferences")]
-    pos, margin_on = 0, False
+    toggles = {k for k, _, _ in values if k != "tab-width"}
+    pos, margin_on = 0, False  # pos: the focused widget's index in the focus order (0: tab label)
     for key in _VIEW_FOCUS:
-        if key not in {k for k, _, _ in values if k != "tab-width"}:
+        if key not in toggles:
             continue
         order = _VIEW_FOCUS[:4] + (["right-margin-column"] if margin_on else []) + _VIEW_FOCUS[4:]
         target = order.index(key) + 1
@@ -319,6 +358,8 @@ def _preferences_plan(values: list[tuple[str, str, Any]]) -> list[dict[str, Any]
             margin_on = True
     width = next((v for k, _, v in values if k == "tab-width"), None)
     if width is not None:
+        if pos == 0:  # still on the tab label: step into the page, so that the page switch moves the focus
+            plan.append(act("key", text="Tab"))
         plan.append(act("key", text="ctrl+Page_Down"))
         steps = [width] if width != _DEFAULT_TAB_WIDTH else [width - 1, width]
         for i, w in enumerate(steps):

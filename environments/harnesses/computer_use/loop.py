@@ -24,6 +24,7 @@ from openai import AsyncOpenAI
 from environments.computer.desktop import DesktopConfig, DesktopError, DesktopSession
 from environments.computer.spec import DesktopSpec
 from environments.gui.observation import image_part, save_screenshot, text_part
+from environments.runner.procs import stop_process
 from environments.harnesses.computer_use.tools import ToolBox, ToolOutcome, openai_tools
 from environments.harnesses.react.loop import classify_bad_request
 
@@ -110,29 +111,50 @@ class Episode:
 
     async def _start_apps(self) -> None:
         for app in self.cfg.desktop.apps:
-            await self.session.launch(app.argv, cwd=self.cfg.workspace)
-            if app.window:
-                await self._focus(app.window, self.cfg.app_timeout)
+            await self._start_app(app.argv, app.window, self.cfg.app_timeout)
 
-    async def _focus(self, window_class: str, timeout: float) -> None:
-        """Wait for a visible window of ``window_class`` and make it the active one.
+    async def _start_app(self, argv: list[str], window_class: str | None, timeout: float) -> None:
+        """Launch an app and, when it names a window class, wait for the window and activate it.
 
-        ``xdotool windowactivate --sync`` waits forever when the request reaches the window
-        manager before it manages the new window (seen under load in docker sandboxes), so
-        activation is re-sent until ``getactivewindow`` names the window."""
+        An app whose window has not shown after a third of ``timeout`` is killed and launched
+        again (PCManFM, about 2 starts in 100 under load, builds its window and never maps it);
+        a window that never shows is a ``DesktopError``."""
         deadline = time.monotonic() + timeout
-        _, out = await self.session.run(["xdotool", "search", "--sync", "--onlyvisible", "--class", window_class],
-                                        timeout=timeout)
-        ids = [line.strip() for line in out.splitlines() if line.strip().isdigit()]
-        if not ids:
-            raise DesktopError(f"no window of class {window_class!r}: {out.strip()[:200]}")
+        proc = await self.session.launch(argv, cwd=self.cfg.workspace)
+        if not window_class:
+            return
+        relaunch_at = time.monotonic() + timeout / 3
         while True:
-            await self.session.run(["xdotool", "windowactivate", ids[0]], check=False, timeout=10)
+            window = await self._visible_window(window_class)
+            if window is not None:
+                return await self._activate(window, window_class, deadline)
+            now = time.monotonic()
+            if now > deadline:
+                raise DesktopError(f"no window of class {window_class!r} within {timeout:g}s of starting {argv[0]}")
+            if relaunch_at is not None and now > relaunch_at:
+                log.warning("%s: no %r window after %.0fs; starting it again", argv[0], window_class, timeout / 3)
+                await stop_process(proc, grace=1.0)
+                proc = await self.session.launch(argv, cwd=self.cfg.workspace)
+                relaunch_at = None
+            await asyncio.sleep(0.25)
+
+    async def _visible_window(self, window_class: str) -> str | None:
+        code, out = await self.session.run(["xdotool", "search", "--onlyvisible", "--class", window_class],
+                                           check=False, timeout=10)
+        ids = [line.strip() for line in out.splitlines() if line.strip().isdigit()]
+        return ids[0] if code == 0 and ids else None
+
+    async def _activate(self, window: str, window_class: str, deadline: float) -> None:
+        """Make ``window`` the active one. ``xdotool windowactivate --sync`` waits forever when
+        the request reaches the window manager before it manages the new window (seen under
+        load in docker sandboxes), so activation is re-sent until ``getactivewindow`` names it."""
+        while True:
+            await self.session.run(["xdotool", "windowactivate", window], check=False, timeout=10)
             code, active = await self.session.run(["xdotool", "getactivewindow"], check=False, timeout=10)
-            if code == 0 and active.strip().splitlines()[-1:] == [ids[0]]:
+            if code == 0 and active.strip().splitlines()[-1:] == [window]:
                 return
             if time.monotonic() > deadline:
-                raise DesktopError(f"window {window_class!r} ({ids[0]}) did not become active within {timeout:g}s")
+                raise DesktopError(f"window {window_class!r} ({window}) did not become active in time")
             await asyncio.sleep(0.2)
 
     # -- run -------------------------------------------------------------------------------

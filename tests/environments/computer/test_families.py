@@ -62,3 +62,33 @@ def test_registered_with_the_procedural_backend() -> None:
     spec = synth_generate("spreadsheet-total", 4)
     assert task_config(spec).metadata.domain == "computer-use"
     assert "solution/actions.json" in task_files(spec) and spec.services == []
+
+
+@pytest.mark.parametrize("family", ["files-organize", "settings-editor", "spreadsheet-total", "document-write"])
+@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+def test_gui_oracles_edit_through_the_apps(family: str, difficulty: str) -> None:
+    """These oracles change the workspace only with computer actions; bash only waits/lists."""
+    for seed in range(8):
+        plan = generate(family, seed, difficulty).actions  # type: ignore[arg-type]
+        assert {s["tool"] for s in plan} <= {"computer", "bash"}
+        for step in plan:
+            if step["tool"] == "bash":
+                cmd = step["args"]["command"]
+                assert not any(w in cmd.split() for w in ("mv", "rm", "mkdir", "cp", "gsettings", "sed", "echo")), cmd
+
+
+def test_preferences_plan_follows_the_dialog_focus_order() -> None:
+    from environments.computer.families import _preferences_plan
+
+    def keys(values: list[tuple[str, str, object]]) -> list[str]:
+        return [s["args"]["text"] for s in _preferences_plan(values) if s["args"].get("action") in ("key", "type")][3:]
+
+    # the margin's column spin button joins the Tab order once the margin is on
+    assert keys([("show-right-margin", "", "true"), ("highlight-current-line", "", "true")]) == [
+        "Tab Tab Tab Tab", "space", "Tab Tab", "space"]
+    assert keys([("highlight-current-line", "", "true"), ("show-line-numbers", "", "true")]) == [
+        "Tab", "space", "Tab Tab Tab Tab", "space"]
+    # tab width alone: step into the page first; the default width is set via another value
+    assert keys([("tab-width", "", 4)]) == ["Tab", "ctrl+Page_Down", "ctrl+a", "4", "Tab"]
+    assert keys([("word-wrap", "", "true"), ("tab-width", "", 8)]) == [
+        "Tab Tab Tab Tab Tab Tab Tab", "space", "ctrl+Page_Down", "ctrl+a", "7", "Tab", "shift+Tab", "ctrl+a", "8", "Tab"]

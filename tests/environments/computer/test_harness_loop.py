@@ -77,3 +77,29 @@ async def test_desktop_failure_is_an_infra_error(tmp_path: Path) -> None:
     result = await run_episode(cfg)
     assert result.status == "infra_error" and result.error_kind == "start_failed"
     assert "no-such-app-openforge" in (result.error or "")
+
+
+async def test_an_app_whose_window_never_shows_is_started_again(tmp_path: Path) -> None:
+    # First start: the app hangs without a window (as PCManFM now and then does); the harness
+    # kills it after a third of app_timeout and starts it again, which opens the window.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    app = ws / "app.sh"
+    app.write_text(f"#!/bin/sh\nif [ ! -e {ws}/started ]; then touch {ws}/started; exec sleep 300; fi\n"
+                   f"echo $$ > {ws}/second; exec mousepad {ws}/memo.txt\n")
+    app.chmod(0o755)
+    cfg = CUConfig(instruction="x", workspace=ws, log_dir=tmp_path / "logs", home=tmp_path / "home", app_timeout=9,
+                   replay=[{"tool": "computer", "args": {"action": "terminate", "status": "success"}}],
+                   desktop=DesktopSpec(width=1024, height=768, apps=[AppSpec(argv=[str(app)], window="mousepad")]))
+    result = await run_episode(cfg)
+    assert result.status == "finished", result
+    assert (ws / "second").is_file()
+
+
+async def test_an_app_window_that_never_shows_is_a_start_failure(tmp_path: Path) -> None:
+    cfg = CUConfig(instruction="x", workspace=tmp_path, log_dir=tmp_path / "logs", home=tmp_path / "home",
+                   app_timeout=3, replay=[],
+                   desktop=DesktopSpec(apps=[AppSpec(argv=["sleep", "300"], window="never-a-window")]))
+    result = await run_episode(cfg)
+    assert result.status == "infra_error" and result.error_kind == "start_failed", result
+    assert "never-a-window" in (result.error or "")
