@@ -8,8 +8,8 @@ difficulty) deterministic. Apps: Mousepad (text editor; a window about a second 
 launch), PCManFM (file manager) and LibreOffice Calc (spreadsheet-calc; about 4 s to a
 window). Oracles work the apps with the keyboard (plus a click into the editor); their
 ``bash`` steps only wait for windows and files (``xdotool search --sync``, polling the
-workspace), except in ``multi-app-reply``, whose oracle reads the invoice with
-``str_replace_editor``, starts a second Mousepad and moves the saved reply with ``bash``.
+workspace). ``multi-app-reply`` adds a terminal window (xterm): its oracle starts a second
+Mousepad from the terminal and files the saved reply there with typed shell commands.
 """
 
 from __future__ import annotations
@@ -53,10 +53,6 @@ def focus(title_regex: str) -> dict[str, Any]:
     return bash(f"w=$(xdotool search --sync --onlyvisible --name '{title_regex}' | head -1); "
                 f"for i in $(seq 300); do xdotool windowactivate \"$w\" 2>/dev/null; "
                 f"[ \"$(xdotool getactivewindow 2>/dev/null)\" = \"$w\" ] && break; sleep 0.2; done")
-
-
-def edit(command: str, path: str, **args: Any) -> dict[str, Any]:
-    return {"tool": "str_replace_editor", "args": {"command": command, "path": path, **args}}
 
 
 DONE = act("terminate", status="success")
@@ -138,6 +134,18 @@ def _person(rng: random.Random) -> str:
 
 def _mousepad(path: str) -> dict[str, Any]:
     return {"argv": ["mousepad", path], "window": "mousepad"}
+
+
+#: The terminal window: xterm with a fixed title (the shell may not retitle it) and an Xft
+#: font (no X core fonts needed in the image).
+TERMINAL_TITLE = "Terminal"
+TERMINAL = {"argv": ["xterm", "-T", TERMINAL_TITLE, "-xrm", "XTerm*allowTitleOps: false", "-fa", "DejaVu Sans Mono",
+                     "-fs", "11", "-geometry", "90x24", "-e", "bash"], "window": "xterm"}
+
+
+def _in_terminal(command: str) -> list[dict[str, Any]]:
+    """Bring the terminal window to the front and type ``command`` into its shell."""
+    return [focus(f"^{TERMINAL_TITLE}$"), act("type", text=command + "\n")]
 
 
 def _gui_type(text: str, *, click: bool = True, to_end: bool = False) -> list[dict[str, Any]]:
@@ -402,19 +410,23 @@ def multi_app_reply(rng: random.Random, difficulty: Difficulty) -> GuiTask:
     invoice = "\n".join(lines) + "\n"
     reply = [f"Dear {customer},", f"invoice {inv} totals {total}."]
     folder = "outbox" if difficulty != "hard" else f"outbox/{inv.lower()}"
-    opening = rng.choice(["invoice.txt is open in the text editor. Using the editor, create",
-                          "Answer the invoice shown in the text editor: with the editor, write",
-                          "Read invoice.txt (open in Mousepad) and, in the text editor, make"])
+    opening = rng.choice(["invoice.txt is open in the text editor, and a terminal is open. Using the editor, create",
+                          "Answer the invoice shown in the text editor (a terminal is open too): with the editor, write",
+                          "Read invoice.txt (open in Mousepad; there is also a terminal) and, in the text editor, make"])
     instruction = (f"{opening} reply.txt with exactly two lines: \"Dear <customer name>,\" and \"invoice <invoice "
                    f"number> totals <total due>.\" (values from invoice.txt). Save it, then move reply.txt into the "
                    f"folder {folder}/ (create it). Do not change invoice.txt.")
+    # The invoice is on screen; the terminal opens a second Mousepad for the reply, which is
+    # typed and saved there; back in the terminal, the reply is filed. bash only waits.
     actions = [
         act("screenshot"),
-        edit("view", "invoice.txt"),
-        bash("mousepad reply.txt >/dev/null 2>&1 &"),
+        *_in_terminal("mousepad reply.txt &"),
         focus('reply.txt'),
         *_gui_type("\n".join(reply), click=False),  # the new window is focused, not centred
-        bash(f"mkdir -p {folder} && mv reply.txt {folder}/"),
+        bash("for i in $(seq 100); do [ -s reply.txt ] && break; sleep 0.2; done"),
+        *_in_terminal(f"mkdir -p {folder} && mv reply.txt {folder}/ && ls {folder}"),
+        bash(f"for i in $(seq 100); do [ -s {folder}/reply.txt ] && break; sleep 0.2; done; ls {folder}"),
+        act("screenshot"),
         DONE,
     ]
     checks = [
@@ -423,4 +435,4 @@ def multi_app_reply(rng: random.Random, difficulty: Difficulty) -> GuiTask:
         {"name": "invoice_unchanged", "kind": "text", "path": "invoice.txt", "equals": invoice},
     ]
     return _task("multi-app", f"Reply to invoice {inv}", instruction, {"invoice.txt": invoice},
-                 [_mousepad("invoice.txt")], actions, checks, ["multi-app", "text-editor", "files"])
+                 [_mousepad("invoice.txt"), TERMINAL], actions, checks, ["multi-app", "text-editor", "terminal", "files"])

@@ -69,11 +69,13 @@ def _runtime_paths_under_tmpfs() -> list[str]:
 
 def build_argv(plan: BwrapPlan, *, chdir: str, command: list[str]) -> list[str]:
     """The full ``bwrap ... -- command`` argv for ``plan``."""
+    from training.orchestrator.runtime import SANDBOX_HOSTNAME
+
     exe = bwrap_path() or "bwrap"
     argv = [exe, "--unshare-all"]
     if plan.share_net:
         argv.append("--share-net")
-    argv += ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    argv += ["--die-with-parent", "--new-session", "--cap-drop", "ALL", "--hostname", SANDBOX_HOSTNAME]
     if plan.uid is not None:
         argv += ["--uid", str(plan.uid), "--gid", str(plan.uid)]
     top_bound: set[str] = set()

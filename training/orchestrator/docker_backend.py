@@ -54,6 +54,7 @@ from training.orchestrator.layout import (
 )
 from training.orchestrator.relay import SANDBOX_RELAY_DIR, HostRelays, loopback_target
 from training.orchestrator.runtime import (
+    SANDBOX_HOSTNAME,
     SANDBOX_INIT,
     runner_command,
     runtime_paths,
@@ -237,7 +238,7 @@ class DockerBackend:
             image=image.tag, command=cmd, name=f"openforge-{spec.rollout_id}", detach=True,
             environment=env, working_dir=workdir, mounts=mounts, network_mode=network,
             read_only=True, tmpfs={"/tmp": "rw,exec,size=1g", "/run": "rw,size=64m", "/var/tmp": "rw,size=256m"},
-            cap_drop=["ALL"], security_opt=["no-new-privileges"], init=True, user=user,
+            cap_drop=["ALL"], security_opt=["no-new-privileges"], init=True, user=user, hostname=SANDBOX_HOSTNAME,
             mem_limit=f"{int(env_cfg_res.memory_mb)}m", memswap_limit=f"{int(env_cfg_res.memory_mb)}m",
             nano_cpus=int(env_cfg_res.cpus * 1e9), pids_limit=4096,
             labels={LABEL: "1", "openforge.rollout": spec.rollout_id},

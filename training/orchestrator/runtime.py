@@ -24,6 +24,10 @@ BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 PASS_ENV = ("OPENFORGE_TOOLS_DIR", "OPENFORGE_LOG_LEVEL", "TZ")
 
 
+#: Every sandbox's own host name (its UTS namespace), not the machine's.
+SANDBOX_HOSTNAME = "sandbox"
+
+
 def runtime_paths() -> list[str]:
     """Host paths the runner needs (interpreter, venv, this checkout, harness tools), outermost
     first; a path inside another listed one is left out. Backends bind them read-only at the

@@ -64,7 +64,8 @@ def test_registered_with_the_procedural_backend() -> None:
     assert "solution/actions.json" in task_files(spec) and spec.services == []
 
 
-@pytest.mark.parametrize("family", ["files-organize", "settings-editor", "spreadsheet-total", "document-write"])
+@pytest.mark.parametrize("family", ["files-organize", "settings-editor", "spreadsheet-total", "document-write",
+                                    "multi-app-reply"])
 @pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
 def test_gui_oracles_edit_through_the_apps(family: str, difficulty: str) -> None:
     """These oracles change the workspace only with computer actions; bash only waits/lists."""

@@ -55,9 +55,9 @@ async def test_docker_sandbox_is_locked_down(docker_backend, tiny_task: Path) ->
         "try:\n    s.connect(('1.1.1.1', 80)); net = 'open'\nexcept OSError:\n    net = 'closed'\n"
         "try:\n    open('/etc/x', 'w'); ro = 'writable'\nexcept OSError:\n    ro = 'read-only'\n"
         "caps = [l for l in open('/proc/self/status') if l.startswith('CapEff')][0].split()[1]\n"
-        "uid = os.getuid()\n"
-        "open('out.txt', 'w').write('hello' if (net, ro, int(caps, 16), uid > 0) == ('closed', 'read-only', 0, True)\n"
-        "                           else f'{net} {ro} {caps} uid={uid}')\n"
+        "uid, host = os.getuid(), socket.gethostname()\n"
+        "ok = (net, ro, int(caps, 16), uid > 0, host) == ('closed', 'read-only', 0, True, 'sandbox')\n"
+        "open('out.txt', 'w').write('hello' if ok else f'{net} {ro} {caps} uid={uid} host={host}')\n"
     )
     try:
         result = await Scheduler(docker_backend).run_one(

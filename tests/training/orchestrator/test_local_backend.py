@@ -136,9 +136,11 @@ async def test_bubblewrap_sandbox_cannot_see_the_task_tests_or_the_bank(tmp_path
 async def test_bubblewrap_agent_is_not_root_yet_owns_its_files(tmp_path: Path, openforge_home: Path) -> None:
     import os
 
-    # The agent runs as uid/gid 1000 inside (no root banners, xterm can own its pty), and what
-    # it writes is the orchestrator's own file outside (the uid maps to ours).
-    solve = "#!/usr/bin/env bash\n[ \"$(id -u):$(id -g)\" = 1000:1000 ] && [ -O . ] && echo hello > out.txt\n"
+    # The agent runs as uid/gid 1000 inside (no root banners, xterm can own its pty) on a host
+    # named "sandbox", and what it writes is the orchestrator's own file outside (the uid maps
+    # to ours).
+    solve = ("#!/usr/bin/env bash\n"
+             "[ \"$(id -u):$(id -g)\" = 1000:1000 ] && [ -O . ] && [ \"$(hostname)\" = sandbox ] && echo hello > out.txt\n")
     task = make_task(tmp_path, "uid", extra={"solution/solve.sh": solve})
     backend = LocalBackend(isolation="bubblewrap")
     try:
