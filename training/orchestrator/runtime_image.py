@@ -14,7 +14,8 @@ tar holding the final tree at ``opt/openforge/`` and a two-line Dockerfile (``FR
 - ``tools/``: the harness tools dir (``OPENFORGE_TOOLS_DIR``), unless ``tools=False``.
 
 ``slim=True`` keeps only the distributions the in-sandbox runner imports (runner, harness
-adapters, react loop) and what they require, transitively (``Requires-Dist`` without extras).
+adapters, react loop; the GUI harnesses with Pillow and Playwright when installed) and what they
+require, transitively (``Requires-Dist`` without extras).
 
 Limits: the interpreter is this host's build: the task image must provide a compatible glibc
 and the shared libraries its extension modules link (libssl3, libffi8, libsqlite3, zlib, ...;
@@ -48,6 +49,10 @@ RUNTIME_REPO = "openforge-runtime"
 #: Runner-side modules whose imports decide what a slim runtime keeps.
 RUNNER_MODULES = ("environments.runner.__main__", "environments.harnesses.registry",
                   "environments.harnesses.react.loop")
+#: The GUI harnesses and what they import only when they run (Pillow's X grab, Playwright):
+#: kept when installed (the ``gui`` extra), so a slim runtime serves GUI rollouts too.
+GUI_MODULES = ("environments.harnesses.computer_use.loop", "environments.harnesses.browser_use.loop",
+               "PIL.ImageGrab", "playwright.async_api")
 _SKIP_NAMES = {"__pycache__", ".git", ".mypy_cache", ".pytest_cache", ".ruff_cache"}
 
 
@@ -106,13 +111,15 @@ def _norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def slim_distributions(modules: tuple[str, ...] = RUNNER_MODULES) -> set[str]:
-    """Distributions (normalized names) that importing ``modules`` loads, plus their
-    requirements, transitively. Imports run in a child interpreter."""
+def slim_distributions(modules: tuple[str, ...] = RUNNER_MODULES, optional: tuple[str, ...] = GUI_MODULES) -> set[str]:
+    """Distributions (normalized names) that importing ``modules`` (and those of ``optional``
+    that import) loads, plus their requirements, transitively. Imports run in a child interpreter."""
     from importlib import metadata
 
     code = ("import importlib, json, sys\n"
             f"for m in {list(modules)!r}: importlib.import_module(m)\n"
+            f"for m in {list(optional)!r}:\n"
+            "    try:\n        importlib.import_module(m)\n    except ImportError:\n        pass\n"
             "print(json.dumps(sorted({n.split('.')[0] for n in sys.modules})))")
     try:
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120,
