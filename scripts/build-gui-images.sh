@@ -25,7 +25,7 @@ APT_CACHE="${OPENFORGE_APT_CACHE:-/var/cache/apt/archives}"
 MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 SECURITY="${DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}"
 
-COMPUTER_PACKAGES="xvfb openbox xdotool scrot x11-utils mousepad pcmanfm xterm libreoffice-calc fonts-dejavu-core libglib2.0-bin"
+COMPUTER_PACKAGES="xvfb openbox xdotool scrot x11-utils mousepad pcmanfm xterm libreoffice-calc libreoffice-writer fonts-dejavu-core libglib2.0-bin"
 BROWSER_PACKAGES="chromium fonts-dejavu-core fonts-liberation libatomic1"
 
 docker image inspect "$BASE" >/dev/null 2>&1 || {

@@ -28,7 +28,7 @@ apt_install() {  # apt_install PKG... — only what is missing, only as root
 # Sandboxing for the local backend: bubblewrap + socat (unix-socket relay to the proxy).
 apt_install bubblewrap socat
 if [ "$DEV" = 1 ]; then
-  apt_install postgresql docker.io docker-registry debootstrap xvfb xdotool imagemagick scrot xterm openbox wmctrl xclip mousepad pcmanfm x11-utils libglib2.0-bin libreoffice-calc chromium
+  apt_install postgresql docker.io docker-registry debootstrap xvfb xdotool imagemagick scrot xterm openbox wmctrl xclip mousepad pcmanfm x11-utils libglib2.0-bin libreoffice-calc libreoffice-writer chromium
 fi
 
 if [ ! -x .venv/bin/python ]; then

@@ -5,16 +5,18 @@ drives the same action layer as the policy) and verifier checks over the workspa
 
 Each family is ``(rng, difficulty) -> GuiTask``; :func:`generate` makes (family, seed,
 difficulty) deterministic. Apps: Mousepad (text editor; a window about a second after
-launch), PCManFM (file manager) and LibreOffice Calc (spreadsheet-calc; about 4 s to a
-window). Oracles work the apps with the keyboard (plus a click into the editor); their
-``bash`` steps only wait for windows and files (``xdotool search --sync``, polling the
-workspace). ``multi-app-reply`` adds a terminal window (xterm): its oracle starts a second
+launch), PCManFM (file manager) and LibreOffice Calc / Writer (spreadsheet-calc,
+document-writer; about 4 s to a window). Oracles work the apps with the keyboard (plus a
+click into the editor); their ``bash`` steps only wait for windows and files (``xdotool
+search --sync``, polling the workspace). ``multi-app-reply`` adds a terminal window (xterm): its oracle starts a second
 Mousepad from the terminal and files the saved reply there with typed shell commands.
 """
 
 from __future__ import annotations
 
+import io
 import random
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -32,6 +34,7 @@ REGIONS = ["north", "south", "east", "west", "central", "coastal"]
 MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
 ITEMS = ["laptops", "monitors", "desks", "chairs", "licenses", "travel", "catering", "printing", "cloud", "training",
          "phones", "cables"]
+DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"]
 TOPICS = ["quarterly review", "office move", "budget freeze", "new hires", "server migration", "team offsite"]
 
 
@@ -68,7 +71,7 @@ class GuiTask:
     category: str
     title: str
     instruction: str
-    files: dict[str, str]  # initial workspace files
+    files: dict[str, str | bytes]  # initial workspace files (bytes: binary, e.g. an .odt)
     apps: list[dict[str, Any]]  # desktop.json apps
     actions: list[dict[str, Any]]  # oracle plan
     checks: list[dict[str, Any]]
@@ -121,7 +124,7 @@ def generate(name: str, seed: int, difficulty: Difficulty | None = None) -> GuiT
     return task
 
 
-def _task(category: str, title: str, instruction: str, files: dict[str, str], apps: list[dict[str, Any]],
+def _task(category: str, title: str, instruction: str, files: dict[str, str | bytes], apps: list[dict[str, Any]],
           actions: list[dict[str, Any]], checks: list[dict[str, Any]], keywords: list[str],
           config_home: str | None = None) -> GuiTask:
     return GuiTask(family="", seed=0, difficulty="easy", category=category, title=title, instruction=instruction.strip(),
@@ -436,3 +439,106 @@ def multi_app_reply(rng: random.Random, difficulty: Difficulty) -> GuiTask:
     ]
     return _task("multi-app", f"Reply to invoice {inv}", instruction, {"invoice.txt": invoice},
                  [_mousepad("invoice.txt"), TERMINAL], actions, checks, ["multi-app", "text-editor", "terminal", "files"])
+
+
+# 6 ──────────────────────────────────────────────────── document: LibreOffice Writer
+ODT_MIMETYPE = "application/vnd.oasis.opendocument.text"
+_ODT_MANIFEST = ('<?xml version="1.0" encoding="UTF-8"?>\n'
+                 '<manifest:manifest xmlns:manifest="urn:oasis:names:tc:opendocument:xmlns:manifest:1.0" '
+                 'manifest:version="1.2">\n'
+                 f' <manifest:file-entry manifest:full-path="/" manifest:version="1.2" manifest:media-type="{ODT_MIMETYPE}"/>\n'
+                 ' <manifest:file-entry manifest:full-path="content.xml" manifest:media-type="text/xml"/>\n'
+                 '</manifest:manifest>\n')
+
+
+def odt_document(paragraphs: list[str], heading: str | None = None) -> bytes:
+    """A minimal OpenDocument text file: an optional level-1 heading, then one ``text:p`` per
+    paragraph. The ``mimetype`` entry comes first and uncompressed (as ODF requires); entry
+    dates are fixed, so the bytes depend only on the text."""
+    from xml.sax.saxutils import escape
+
+    body = [f'<text:h text:outline-level="1">{escape(heading)}</text:h>'] if heading is not None else []
+    body += [f"<text:p>{escape(p)}</text:p>" for p in paragraphs]
+    content = ('<?xml version="1.0" encoding="UTF-8"?>\n'
+               '<office:document-content xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+               'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" office:version="1.2">'
+               "<office:body><office:text>" + "".join(body) + "</office:text></office:body></office:document-content>\n")
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for name, data, method in (("mimetype", ODT_MIMETYPE, zipfile.ZIP_STORED),
+                                   ("META-INF/manifest.xml", _ODT_MANIFEST, zipfile.ZIP_DEFLATED),
+                                   ("content.xml", content, zipfile.ZIP_DEFLATED)):
+            info = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))
+            info.compress_type = method
+            z.writestr(info, data.encode("utf-8"))
+    return buf.getvalue()
+
+
+#: The placeholder paragraph of the medium and hard tasks (no words LibreOffice's autocorrect
+#: or word completion would change when it is typed over).
+ODT_PLACEHOLDER = "[write the summary here]"
+
+
+def _writer_wait(name: str, token: str) -> dict[str, Any]:
+    """A ``bash`` step waiting until the saved ``name`` (a zip) has ``token`` in content.xml."""
+    probe = (f"import sys, zipfile; sys.exit(0 if {token!r}.encode() in "
+             f"zipfile.ZipFile({name!r}).read('content.xml') else 1)")
+    return bash(f"for i in $(seq 150); do python3 -c \"{probe}\" 2>/dev/null && break; sleep 0.2; done; ls -l {name}")
+
+
+@family("document-writer")
+def document_writer(rng: random.Random, difficulty: Difficulty) -> GuiTask:
+    """Edit a small .odt in LibreOffice Writer: append a paragraph (easy), replace the
+    placeholder paragraph (medium) or both (hard); save it as ODF.
+
+    The typed text avoids what Writer's autocorrect rewrites while typing (no quotes, dashes,
+    slashes, URLs, ordinals, list markers; every sentence starts with a capital), and every
+    typed paragraph ends with a full stop, so no word-completion suggestion is pending when
+    Return is pressed (Return would accept it); the verifier also reads typographic quotes and
+    dashes as ASCII."""
+    topic = rng.choice(TOPICS)
+    name = rng.choice(["minutes.odt", "meeting.odt", "notes.odt"])
+    chair, owner = _person(rng), _person(rng)
+    day = rng.choice(DAYS)
+    items = rng.sample(ITEMS, 3)
+    heading = f"Minutes of the {topic} meeting"
+    paras = [f"Chair {chair}, held on {day} in room {rng.randrange(2, 40)}.",
+             f"The team went through the {items[0]} and {items[1]} figures."]
+    if difficulty != "easy":
+        paras.append(ODT_PLACEHOLDER)
+    paras.append(f"Open question on the {items[2]} order.")
+    summary = f"Summary {rng.randrange(100, 999)}. The {topic} plan stays and the {items[0]} budget grows."
+    action = f"Action {rng.randrange(100, 999)}. {owner} sends the {items[1]} list by {rng.choice(DAYS)}."
+    after = [p if p != ODT_PLACEHOLDER else summary for p in paras]
+    if difficulty != "medium":
+        after.append(action)
+    steps = []
+    if difficulty != "easy":
+        steps.append(f"Replace the placeholder paragraph {ODT_PLACEHOLDER} with a paragraph reading exactly:\n\n"
+                     f"    {summary}")
+    if difficulty != "medium":
+        steps.append(f"Add a new paragraph after the last paragraph, reading exactly:\n\n    {action}")
+    opening = rng.choice([
+        f"The document {name} is open in LibreOffice Writer. Edit it:",
+        f"Edit {name} (open in LibreOffice Writer) and keep the rest of it as it is:",
+    ])
+    closing = rng.choice([f"Save the document in the same file and format ({name}, ODF text).",
+                          f"Then save it as {name}, keeping the ODF format."])
+    instruction = "\n\n".join([opening, *(f"{i + 1}. {s}" for i, s in enumerate(steps)), closing]) + "\n"
+    title = f"{name} - LibreOffice Writer"
+    plan: list[dict[str, Any]] = [act("screenshot"), focus(title)]
+    if difficulty != "easy":
+        # The placeholder is the (placeholder index + 1)th paragraph after the heading; every
+        # paragraph fits on one line, so Down walks the paragraphs.
+        plan += [act("key", text="ctrl+Home"), act("key", text=" ".join(["Down"] * (paras.index(ODT_PLACEHOLDER) + 1))),
+                 act("key", text="Home shift+End"), act("type", text=summary)]
+    if difficulty != "medium":
+        plan += [act("key", text="ctrl+End"), act("key", text="Return"), act("type", text=action)]
+    token = (action if difficulty != "medium" else summary).split(".")[0]  # "Action 123" / "Summary 456"
+    plan += [act("key", text="ctrl+s"), act("wait", duration=1.0),
+             _writer_wait(name, token), act("screenshot"), DONE]
+    checks = [{"name": "document_text", "kind": "odt", "path": name, "lines": [heading] + after,
+               "mimetype": ODT_MIMETYPE}]
+    return _task("document", f"Writer: {topic} minutes", instruction, {name: odt_document(paras, heading)},
+                 [{"argv": ["soffice", "--writer", "--norestore", "--nologo", name], "window": "libreoffice"}],
+                 plan, checks, ["document", "libreoffice", "writer", "odt"])

@@ -7,7 +7,15 @@ Check kinds (paths relative to the workspace):
 - ``{"kind": "exists", "path"}`` / ``{"kind": "absent", "path"}``;
 - ``{"kind": "csv", "path", "rows"?: [[..]], "has_row"?: [..], "cell"?: {"row", "col", "value"}}``
   (numbers compare as numbers);
-- ``{"kind": "ini", "path", "section", "key", "value"}`` — a key of an INI/GSettings keyfile.
+- ``{"kind": "ini", "path", "section", "key", "value"}`` — a key of an INI/GSettings keyfile;
+- ``{"kind": "odt", "path", "equals"?: str, "contains"?: [..], "lines"?: [..], "mimetype"?: str}`` — the
+  text of an OpenDocument file (``.odt``): its paragraphs and headings (``text:p`` / ``text:h``
+  in ``content.xml``, in document order; spans, links, ``text:s`` / ``text:tab`` /
+  ``text:line-break`` read as text; footnotes, comments and tracked deletions left out), one
+  line per paragraph with empty paragraphs dropped, compared like ``text``. Typographic
+  quotes and dashes and non-breaking spaces (what LibreOffice's autocorrect may type) read as
+  their ASCII forms. ``mimetype``: the package's ``mimetype`` entry must equal it (the file
+  was saved in that ODF format).
 Reward 1.0 only when every check passes; ``reward.json`` lists each check's outcome.
 """
 
@@ -17,7 +25,8 @@ import json
 from typing import Any
 
 VERIFIER_PY = r'''
-import configparser, csv, json, os, sys
+import configparser, csv, json, os, sys, zipfile
+import xml.etree.ElementTree as ET
 
 CHECKS = json.loads(__CHECKS__)
 WS = os.environ.get("WORKSPACE") or os.getcwd()
@@ -42,6 +51,59 @@ def same_cell(a, b):
 def same_row(r, want):
     return len(r) == len(want) and all(same_cell(x, y) for x, y in zip(r, want))
 
+ODF_TEXT = "urn:oasis:names:tc:opendocument:xmlns:text:1.0"
+ODF_OFFICE = "urn:oasis:names:tc:opendocument:xmlns:office:1.0"
+PARA = {"{%s}p" % ODF_TEXT, "{%s}h" % ODF_TEXT}
+SKIP = {"{%s}note" % ODF_TEXT, "{%s}tracked-changes" % ODF_TEXT, "{%s}annotation" % ODF_OFFICE,
+        "{%s}deletion" % ODF_TEXT}
+ASCII = {"\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201c": '"', "\u201d": '"', "\u201e": '"',
+         "\u2013": "-", "\u2014": "-", "\u00a0": " ", "\u202f": " ", "\u2011": "-"}
+
+def odt_inline(el):
+    out = [el.text or ""]
+    for ch in el:
+        if ch.tag == "{%s}s" % ODF_TEXT:
+            out.append(" " * int(ch.get("{%s}c" % ODF_TEXT, "1")))
+        elif ch.tag == "{%s}tab" % ODF_TEXT:
+            out.append("\t")
+        elif ch.tag == "{%s}line-break" % ODF_TEXT:
+            out.append("\n")
+        elif ch.tag not in SKIP:
+            out.append(odt_inline(ch))
+        out.append(ch.tail or "")
+    return "".join(out)
+
+def odt_paragraphs(rel):
+    """The text of each non-empty paragraph/heading of an ODF document, in document order."""
+    with zipfile.ZipFile(path(rel)) as z:
+        root = ET.fromstring(z.read("content.xml"))
+    paras = []
+    def walk(el):
+        for ch in el:
+            if ch.tag in SKIP:
+                continue
+            if ch.tag in PARA:
+                t = "".join(ASCII.get(x, x) for x in odt_inline(ch))
+                if t.strip():
+                    paras.append(t)
+            else:
+                walk(ch)
+    walk(root)
+    return paras
+
+def odt_mimetype(rel):
+    with zipfile.ZipFile(path(rel)) as z:
+        return z.read("mimetype").decode("ascii", "replace").strip()
+
+def text_ok(c, t):
+    if "equals" in c and norm_text(t) != norm_text(c["equals"]):
+        return False
+    if any(s.casefold() not in t.casefold() for s in c.get("contains", [])):
+        return False
+    if "lines" in c and [l for l in norm_text(t).split("\n")] != [norm_text(l) for l in c["lines"]]:
+        return False
+    return True
+
 def check(c):
     k = c["kind"]
     if k == "exists":
@@ -51,14 +113,13 @@ def check(c):
     if k == "text":
         if not os.path.isfile(path(c["path"])):
             return False
-        t = read(c["path"])
-        if "equals" in c and norm_text(t) != norm_text(c["equals"]):
+        return text_ok(c, read(c["path"]))
+    if k == "odt":
+        if not os.path.isfile(path(c["path"])) or not zipfile.is_zipfile(path(c["path"])):
             return False
-        if any(s.casefold() not in t.casefold() for s in c.get("contains", [])):
+        if "mimetype" in c and odt_mimetype(c["path"]) != c["mimetype"]:
             return False
-        if "lines" in c and [l for l in norm_text(t).split("\n")] != [norm_text(l) for l in c["lines"]]:
-            return False
-        return True
+        return text_ok(c, "\n".join(odt_paragraphs(c["path"])))
     if k == "csv":
         if not os.path.isfile(path(c["path"])):
             return False

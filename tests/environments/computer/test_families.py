@@ -25,6 +25,7 @@ from .conftest import write_family_task
 def test_five_families_cover_the_categories() -> None:
     cats = {generate(f, 1).category for f in FAMILIES}
     assert {"files", "spreadsheet", "document", "settings", "multi-app"} <= cats
+    assert generate("document-writer", 1).category == "document"
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
@@ -65,7 +66,7 @@ def test_registered_with_the_procedural_backend() -> None:
 
 
 @pytest.mark.parametrize("family", ["files-organize", "settings-editor", "spreadsheet-total", "document-write",
-                                    "multi-app-reply"])
+                                    "multi-app-reply", "document-writer"])
 @pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
 def test_gui_oracles_edit_through_the_apps(family: str, difficulty: str) -> None:
     """These oracles change the workspace only with computer actions; bash only waits/lists."""
