@@ -14,9 +14,6 @@ bubblewrap (a bwrap sandbox adds its own start cost, see bench/rollouts.py).
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import json
 import os
 import sys
 import tempfile
@@ -24,7 +21,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from environments.gui.probing import probe_row, run_probe_children, wait_for_go
+from environments.gui.probing import (
+    probe_main,
+    probe_row,
+    run_probe_children,
+    wait_for_go,
+)
 
 #: The action mix (cycled) on the shop's home page: pointer, typing, keys, scrolling, navigation.
 MIX: list[dict[str, Any]] = [
@@ -76,17 +78,7 @@ async def probe_browser_sandboxes(n: int, actions: int) -> list[dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m environments.browser.probe")
-    p.add_argument("--one", action="store_true", help="run one sandbox (the child side)")
-    p.add_argument("--n", type=int, default=2)
-    p.add_argument("--actions", type=int, default=20)
-    ns = p.parse_args(argv)
-    if ns.one:
-        print(json.dumps(asyncio.run(_one_sandbox(ns.actions))))
-    else:
-        for row in asyncio.run(probe_browser_sandboxes(ns.n, ns.actions)):
-            print(json.dumps(row))
-    return 0
+    return probe_main("environments.browser.probe", "browser", _one_sandbox, argv)
 
 
 if __name__ == "__main__":

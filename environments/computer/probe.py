@@ -14,9 +14,6 @@ without bubblewrap (a bwrap sandbox adds its own start cost, see bench/rollouts.
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import json
 import shutil
 import sys
 import tempfile
@@ -26,7 +23,12 @@ from typing import Any
 
 T0 = time.monotonic()  # the child's start, before the heavy imports below
 
-from environments.gui.probing import probe_row, run_probe_children, wait_for_go
+from environments.gui.probing import (
+    probe_main,
+    probe_row,
+    run_probe_children,
+    wait_for_go,
+)
 
 #: The action mix of a probe (cycled): pointer, clicks, typing, keys, scrolling.
 MIX: list[dict[str, Any]] = [
@@ -72,17 +74,7 @@ async def probe_computer_sandboxes(n: int, actions: int) -> list[dict[str, Any]]
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m environments.computer.probe")
-    p.add_argument("--one", action="store_true", help="run one sandbox (the child side)")
-    p.add_argument("--n", type=int, default=2)
-    p.add_argument("--actions", type=int, default=20)
-    ns = p.parse_args(argv)
-    if ns.one:
-        print(json.dumps(asyncio.run(_one_sandbox(ns.actions))))
-    else:
-        for row in asyncio.run(probe_computer_sandboxes(ns.n, ns.actions)):
-            print(json.dumps(row))
-    return 0
+    return probe_main("environments.computer.probe", "computer-use", _one_sandbox, argv)
 
 
 if __name__ == "__main__":

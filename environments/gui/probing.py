@@ -8,6 +8,7 @@ load, and collects each child's last stdout line (one JSON row). A child reports
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import os
@@ -15,7 +16,7 @@ import signal
 import statistics
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from environments.gui.procmem import tree_memory_mb
@@ -74,3 +75,20 @@ async def probe_row(start_s: float, actions: int, acted_s: float,
     rss, pss = tree_memory_mb(os.getpid())
     return {"start_s": round(start_s, 3), "screenshot_ms": round(statistics.mean(shots), 1),
             "actions_per_s": round(actions / acted_s, 1), "rss_mb": round(rss, 1), "pss_mb": round(pss, 1)}
+
+
+def probe_main(module: str, label: str, one_sandbox: Callable[[int], Coroutine[Any, Any, dict[str, Any]]],
+               argv: list[str] | None = None) -> int:
+    """The probe CLI (``python -m <module>``): ``--one`` is a child running ``one_sandbox``,
+    otherwise ``--n`` children through :func:`run_probe_children`; one JSON line per row."""
+    p = argparse.ArgumentParser(prog=f"python -m {module}")
+    p.add_argument("--one", action="store_true", help="run one sandbox (the child side)")
+    p.add_argument("--n", type=int, default=2)
+    p.add_argument("--actions", type=int, default=20)
+    ns = p.parse_args(argv)
+    if ns.one:
+        print(json.dumps(asyncio.run(one_sandbox(ns.actions))))
+    else:
+        for row in asyncio.run(run_probe_children(module, label, ns.n, ns.actions)):
+            print(json.dumps(row))
+    return 0
