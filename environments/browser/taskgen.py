@@ -23,6 +23,7 @@ from typing import Any
 
 from environments.browser.answer import ANSWER_FILE
 from environments.browser.names import CONTROL_HEADER
+from environments.claw.taskgen import scored_checks
 from environments.taskdir import TaskConfig
 
 #: Built by scripts/build-gui-images.sh (Debian Chromium + fonts on the base image); the docker
@@ -68,21 +69,7 @@ def norm(text):
     return " ".join(str(text).lower().split())
 
 
-checks = {}
-error = None
-try:
-__CHECKS__
-except Exception as exc:  # sites down or unexpected state: the task failed
-    error = type(exc).__name__ + ": " + str(exc)
-checks = {name: bool(ok) for name, ok in checks.items()}
-reward = 1.0 if checks and error is None and all(checks.values()) else 0.0
-os.makedirs(OUT, exist_ok=True)
-with open(os.path.join(OUT, "reward.txt"), "w") as f:
-    f.write(str(reward) + "\n")
-with open(os.path.join(OUT, "reward.json"), "w") as f:
-    json.dump({"reward": reward, "checks": checks, "error": error}, f, indent=2)
-print(json.dumps({"reward": reward, "checks": checks, "error": error}))
-PYEOF
+__SCORED__PYEOF
 '''
 
 SOLVE = """#!/usr/bin/env bash
@@ -96,7 +83,7 @@ exec "${OPENFORGE_PYTHON:-python3}" -m environments.browser.replay "$(dirname "$
 def verifier_script(name: str, checks_code: str) -> str:
     body = "\n".join("    " + line if line.strip() else "" for line in checks_code.strip("\n").splitlines())
     return (VERIFIER.replace("__NAME__", name).replace("__HEADER__", CONTROL_HEADER)
-            .replace("__ANSWER__", ANSWER_FILE).replace("__CHECKS__", body))
+            .replace("__ANSWER__", ANSWER_FILE).replace("__SCORED__", scored_checks(body)))
 
 
 def dockerfile(sites: list[str]) -> str:

@@ -53,22 +53,33 @@ def fixture_ids(service, collection):
     return {{o["id"] for o in state(service)[collection]}} - created
 
 
-checks = {{}}
+{scored}PYEOF
+'''
+
+#: How every checks-based verifier (claw and browser tasks) ends: run the checks block, then
+#: reward 1.0 only if every check passed and nothing raised; reward.txt + reward.json in OUT.
+_SCORED_CHECKS = '''checks = {}
 error = None
 try:
-{body}
+__BODY__
 except Exception as exc:  # services down or unexpected state: the task failed
     error = type(exc).__name__ + ": " + str(exc)
-checks = {{name: bool(ok) for name, ok in checks.items()}}
+checks = {name: bool(ok) for name, ok in checks.items()}
 reward = 1.0 if checks and error is None and all(checks.values()) else 0.0
 os.makedirs(OUT, exist_ok=True)
 with open(os.path.join(OUT, "reward.txt"), "w") as f:
     f.write(str(reward) + "\\n")
 with open(os.path.join(OUT, "reward.json"), "w") as f:
-    json.dump({{"reward": reward, "checks": checks, "error": error}}, f, indent=2)
-print(json.dumps({{"reward": reward, "checks": checks, "error": error}}))
-PYEOF
+    json.dump({"reward": reward, "checks": checks, "error": error}, f, indent=2)
+print(json.dumps({"reward": reward, "checks": checks, "error": error}))
 '''
+
+
+def scored_checks(body: str) -> str:
+    """The verifier's Python tail around ``body`` (indented check code filling ``checks``;
+    the script defines ``OUT``, ``os`` and ``json`` above it)."""
+    return _SCORED_CHECKS.replace("__BODY__", body)
+
 
 _ORACLE = '''#!/usr/bin/env bash
 # Oracle of claw task {task_id}: performs the task through the claw tool-call CLI.
@@ -83,7 +94,7 @@ def verifier_script(task_id: str, checks_code: str) -> str:
     name → bool using ``state(svc)``, ``audit(svc)``, ``changes(svc, coll)``,
     ``fixture_ids(svc, coll)``, ``WORKSPACE``)."""
     body = textwrap.indent(textwrap.dedent(checks_code).strip() + "\n", "    ")
-    return _VERIFIER.format(task_id=task_id, body=body.rstrip("\n"))
+    return _VERIFIER.format(task_id=task_id, scored=scored_checks(body.rstrip("\n")))
 
 
 def oracle_script(task_id: str, calls: list[tuple[str, dict[str, Any]]], shell: list[str] | tuple[str, ...] = ()) -> str:
