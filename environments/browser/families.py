@@ -14,14 +14,13 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from environments.browser.sites import shop as shop_site
 from environments.browser.taskgen import task_config, task_files
+from environments.family_registry import Difficulty, FamilyRegistry
 from environments.taskdir import TaskConfig
 
-Difficulty = Literal["easy", "medium", "hard"]
-DIFFICULTIES: tuple[Difficulty, ...] = ("easy", "medium", "hard")
 _SCALE = {"easy": 0, "medium": 1, "hard": 2}
 AGENT_TIMEOUT = {"easy": 600.0, "medium": 750.0, "hard": 900.0}
 
@@ -73,27 +72,18 @@ class BrowserTask:
 
 
 Family = Callable[[random.Random, Difficulty], BrowserTask]
-FAMILIES: dict[str, Family] = {}
+_REGISTRY: FamilyRegistry[BrowserTask] = FamilyRegistry("browser")  # seeded as synthesis.procedural seeds
+FAMILIES: dict[str, Family] = _REGISTRY.families
 FAMILY_SITES: dict[str, list[str]] = {}
+generate = _REGISTRY.generate
 
 
 def family(name: str, sites: list[str]) -> Callable[[Family], Family]:
     def deco(fn: Family) -> Family:
-        FAMILIES[name] = fn
         FAMILY_SITES[name] = sites
-        return fn
+        return _REGISTRY.register(name, fn)
 
     return deco
-
-
-def generate(name: str, seed: int, difficulty: Difficulty | None = None) -> BrowserTask:
-    if name not in FAMILIES:
-        raise KeyError(f"unknown browser family {name!r} (known: {', '.join(sorted(FAMILIES))})")
-    rng = random.Random(f"{name}:{seed}")  # as synthesis.procedural.generate seeds it
-    diff: Difficulty = difficulty or rng.choice(DIFFICULTIES)
-    task = FAMILIES[name](rng, diff)
-    task.family, task.seed, task.difficulty = name, seed, diff
-    return task
 
 
 def _task(category: str, title: str, instruction: str, sites: list[str], fixtures: dict, start_url: str,

@@ -19,10 +19,10 @@ import random
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-Difficulty = Literal["easy", "medium", "hard"]
-DIFFICULTIES: tuple[Difficulty, ...] = ("easy", "medium", "hard")
+from environments.family_registry import Difficulty, FamilyRegistry
+
 _SCALE = {"easy": 0, "medium": 1, "hard": 2}
 #: Where GUI apps keep settings in settings tasks (relative to the workspace).
 CONFIG_HOME = ".config"
@@ -103,25 +103,13 @@ class GuiTask:
 
 
 Family = Callable[[random.Random, Difficulty], GuiTask]
-FAMILIES: dict[str, Family] = {}
+_REGISTRY: FamilyRegistry[GuiTask] = FamilyRegistry("computer-use", seed_prefix="computer:")
+FAMILIES: dict[str, Family] = _REGISTRY.families
+generate = _REGISTRY.generate
 
 
 def family(name: str) -> Callable[[Family], Family]:
-    def deco(fn: Family) -> Family:
-        FAMILIES[name] = fn
-        return fn
-
-    return deco
-
-
-def generate(name: str, seed: int, difficulty: Difficulty | None = None) -> GuiTask:
-    if name not in FAMILIES:
-        raise KeyError(f"unknown computer-use family {name!r} (known: {', '.join(sorted(FAMILIES))})")
-    rng = random.Random(f"computer:{name}:{seed}")
-    diff: Difficulty = difficulty or rng.choice(DIFFICULTIES)
-    task = FAMILIES[name](rng, diff)
-    task.family, task.seed, task.difficulty = name, seed, diff
-    return task
+    return lambda fn: _REGISTRY.register(name, fn)
 
 
 def _task(category: str, title: str, instruction: str, files: dict[str, str | bytes], apps: list[dict[str, Any]],

@@ -11,11 +11,14 @@ import random
 from collections.abc import Callable
 from datetime import timedelta
 
+from environments.family_registry import Difficulty, FamilyRegistry
 from synthesis.procedural import fixtures as fx
-from synthesis.procedural.spec import DIFFICULTIES, Difficulty, ProceduralTask, Step
+from synthesis.procedural.spec import ProceduralTask, Step
 
 Family = Callable[[random.Random, Difficulty], ProceduralTask]
-FAMILIES: dict[str, Family] = {}
+_REGISTRY: FamilyRegistry[ProceduralTask] = FamilyRegistry("procedural")
+FAMILIES: dict[str, Family] = _REGISTRY.families
+generate = _REGISTRY.generate
 #: Services each family uses (for pools, docs and the multi-service count).
 FAMILY_SERVICES: dict[str, list[str]] = {}
 #: The domain each family generates tasks for (claw unless registered otherwise).
@@ -26,23 +29,11 @@ _SCALE = {"easy": 0, "medium": 1, "hard": 2}
 
 def family(name: str, services: list[str], domain: str = "claw") -> Callable[[Family], Family]:
     def deco(fn: Family) -> Family:
-        FAMILIES[name] = fn
         FAMILY_SERVICES[name] = services
         FAMILY_DOMAIN[name] = domain
-        return fn
+        return _REGISTRY.register(name, fn)
 
     return deco
-
-
-def generate(name: str, seed: int, difficulty: Difficulty | None = None) -> ProceduralTask:
-    """The task of family ``name`` for ``seed`` (difficulty drawn from the seed if None)."""
-    if name not in FAMILIES:
-        raise KeyError(f"unknown procedural family {name!r} (known: {', '.join(sorted(FAMILIES))})")
-    rng = random.Random(f"{name}:{seed}")
-    diff: Difficulty = difficulty or rng.choice(DIFFICULTIES)
-    task = FAMILIES[name](rng, diff)
-    task.family, task.seed, task.difficulty = name, seed, diff
-    return task
 
 
 def _task(category: str, title: str, instruction: str, services: list[str], fixtures: dict,

@@ -8,10 +8,9 @@ checks; :mod:`synthesis.procedural.render` turns it into a task directory.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-Difficulty = Literal["easy", "medium", "hard"]
-DIFFICULTIES: tuple[Difficulty, ...] = ("easy", "medium", "hard")
+from environments.family_registry import DIFFICULTIES, Difficulty  # noqa: F401 - DIFFICULTIES re-exported
 
 
 @dataclass
