@@ -59,6 +59,22 @@ def _screenshots(result: RolloutResult) -> list[Path]:
     return sorted((Path(result.logs_dir) / "agent" / "screenshots").glob("step_*.png"))
 
 
+async def _oracle_one_noop_zero_with_screenshots(docker_backend, task: Path, size: tuple[int, int]) -> None:
+    """Oracle → 1.0 and no-op → 0.0 in docker sandboxes, the oracle's screenshots ``size`` PNGs,
+    nothing left behind (closes the backend)."""
+    try:
+        oracle, noop = await _oracle_and_noop(docker_backend, task)
+        assert oracle.status == Outcome.ok and oracle.reward == 1.0, oracle
+        assert noop.status == Outcome.ok and noop.reward == 0.0, noop
+        assert oracle.isolation == noop.isolation == "docker"
+        shots = _screenshots(oracle)
+        assert len(shots) >= 3 and shots[0].name == "step_000.png"
+        assert all(png_size(p.read_bytes()) == size for p in shots)
+        assert await docker_backend.live_sandboxes() == []
+    finally:
+        await docker_backend.aclose()
+
+
 async def test_computer_use_document_write_on_docker(docker_backend, tmp_path: Path) -> None:
     from environments.computer.families import generate
     from environments.computer.taskgen import BASE_IMAGE, task_config, task_files
@@ -67,17 +83,7 @@ async def test_computer_use_document_write_on_docker(docker_backend, tmp_path: P
     t = generate("document-write", 3, "medium")
     task = write_task(tmp_path / "bank" / t.name, task_config(t), t.instruction, task_files(t)).path
     assert f"FROM {BASE_IMAGE}" in (task / "environment" / "Dockerfile").read_text()
-    try:
-        oracle, noop = await _oracle_and_noop(docker_backend, task)
-        assert oracle.status == Outcome.ok and oracle.reward == 1.0, oracle
-        assert noop.status == Outcome.ok and noop.reward == 0.0, noop
-        assert oracle.isolation == noop.isolation == "docker"
-        shots = _screenshots(oracle)
-        assert len(shots) >= 3 and shots[0].name == "step_000.png"
-        assert all(png_size(p.read_bytes()) == (1920, 1080) for p in shots)
-        assert await docker_backend.live_sandboxes() == []
-    finally:
-        await docker_backend.aclose()
+    await _oracle_one_noop_zero_with_screenshots(docker_backend, task, (1920, 1080))
 
 
 async def test_browser_use_shop_purchase_on_docker(docker_backend, tmp_path: Path) -> None:
@@ -88,17 +94,7 @@ async def test_browser_use_shop_purchase_on_docker(docker_backend, tmp_path: Pat
     t = generate("shop-purchase", 0, None)
     task = write_task(tmp_path / "bank" / t.name, t.config(), t.instruction, t.files()).path
     assert f"FROM {BASE_IMAGE}" in (task / "environment" / "Dockerfile").read_text()
-    try:
-        oracle, noop = await _oracle_and_noop(docker_backend, task)
-        assert oracle.status == Outcome.ok and oracle.reward == 1.0, oracle
-        assert noop.status == Outcome.ok and noop.reward == 0.0, noop
-        assert oracle.isolation == noop.isolation == "docker"
-        shots = _screenshots(oracle)
-        assert len(shots) >= 3 and shots[0].name == "step_000.png"
-        assert all(png_size(p.read_bytes()) == (1280, 720) for p in shots)
-        assert await docker_backend.live_sandboxes() == []
-    finally:
-        await docker_backend.aclose()
+    await _oracle_one_noop_zero_with_screenshots(docker_backend, task, (1280, 720))
 
 
 async def test_absent_gui_image_is_build_failed_naming_the_script(docker_backend, tmp_path: Path) -> None:
