@@ -19,7 +19,7 @@ import random
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from environments.family_registry import Difficulty, FamilyRegistry
 
@@ -210,18 +210,34 @@ def files_organize(rng: random.Random, difficulty: Difficulty) -> GuiTask:
                  ["files", "file-manager", "organize"])
 
 
+class _Budget(NamedTuple):
+    """A spreadsheet family's budget: item names, the row to change and its new amount, the
+    amounts after the change and their total, and the CSV lines before the change."""
+
+    names: list[str]
+    target: int
+    new: float
+    after: list[float]
+    total: float
+    lines: list[str]
+
+
+def _budget(rng: random.Random, k: int, max_cents: int) -> _Budget:
+    names = rng.sample(ITEMS, k)
+    amounts = [round(rng.randrange(1000, max_cents) / 100, 2) for _ in names]
+    target = rng.randrange(k)
+    new = round(rng.randrange(1000, max_cents) / 100, 2)
+    after = list(amounts)
+    after[target] = new
+    lines = ["item,amount"] + [f"{n},{a:.2f}" for n, a in zip(names, amounts, strict=True)]
+    return _Budget(names, target, new, after, round(sum(after), 2), lines)
+
+
 # 2 ─────────────────────────────────────────────────────────── spreadsheet: total
 @family("spreadsheet-total")
 def spreadsheet_total(rng: random.Random, difficulty: Difficulty) -> GuiTask:
     k = 4 + 2 * _SCALE[difficulty]
-    names = rng.sample(ITEMS, k)
-    amounts = [round(rng.randrange(1000, 500000) / 100, 2) for _ in names]
-    target = rng.randrange(k)
-    new = round(rng.randrange(1000, 500000) / 100, 2)
-    lines = ["item,amount"] + [f"{n},{a:.2f}" for n, a in zip(names, amounts)]
-    after = list(amounts)
-    after[target] = new
-    total = round(sum(after), 2)
+    names, target, new, after, total, lines = _budget(rng, k, 500000)
     instruction = rng.choice([
         (f"In the spreadsheet budget.csv, change the amount of \"{names[target]}\" to {new:.2f}, then add a last "
          f"row TOTAL with the sum of all amounts (two decimals)."),
@@ -250,14 +266,7 @@ def spreadsheet_total(rng: random.Random, difficulty: Difficulty) -> GuiTask:
 @family("spreadsheet-calc")
 def spreadsheet_calc(rng: random.Random, difficulty: Difficulty) -> GuiTask:
     k = 3 + 2 * _SCALE[difficulty]
-    names = rng.sample(ITEMS, k)
-    amounts = [round(rng.randrange(1000, 200000) / 100, 2) for _ in names]
-    target = rng.randrange(k)
-    new = round(rng.randrange(1000, 200000) / 100, 2)
-    after = list(amounts)
-    after[target] = new
-    total = round(sum(after), 2)
-    lines = ["item,amount"] + [f"{n},{a:.2f}" for n, a in zip(names, amounts, strict=True)]
+    names, target, new, after, total, lines = _budget(rng, k, 200000)
     instruction = rng.choice([
         (f"budget.csv is open in LibreOffice Calc. Set the amount of {names[target]} to {new:.2f} and add a row "
          f"TOTAL below the last item whose amount is the sum of all amounts. Save the file, keeping the CSV format."),
