@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
 import tarfile
 import threading
 import uuid
@@ -16,9 +15,9 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-import httpx
 import pytest
 
+from tests.training.orchestrator.conftest import REGISTRY, registry_reason
 from training.orchestrator.images import ImagePushError, push_task_image, remote_ref
 from training.orchestrator.registry import (
     ImageRef,
@@ -26,16 +25,6 @@ from training.orchestrator.registry import (
     parse_ref,
     registry_has_image,
 )
-
-REGISTRY = os.environ.get("OPENFORGE_REGISTRY", "127.0.0.1:5000")
-
-
-def registry_reason() -> str | None:
-    try:
-        resp = httpx.get(f"http://{REGISTRY}/v2/", timeout=2)
-    except httpx.HTTPError as exc:
-        return f"no registry at {REGISTRY}: {exc} (start one with scripts/start-registry.sh)"
-    return None if resp.status_code == 200 else f"registry at {REGISTRY} answered HTTP {resp.status_code}"
 
 
 @pytest.fixture

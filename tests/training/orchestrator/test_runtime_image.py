@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from tests.training.orchestrator.conftest import docker_client_with_base_image
 from training.orchestrator.bwrap import bwrap_path
 from training.orchestrator.runtime_image import (
     RUNTIME_DIR,
@@ -98,26 +99,7 @@ def test_relocated_slim_runtime_runs_the_runner(slim_plan: Any, tmp_path: Path) 
 
 @pytest.fixture
 def docker_client() -> Iterator[Any]:
-    import docker
-
-    from training.orchestrator.config import get_orchestrator_settings
-
-    try:
-        client = docker.from_env(timeout=600)
-        client.ping()
-    except Exception as exc:  # noqa: BLE001 - any failure means "no engine"
-        reason = f"no Docker engine: {exc} (start one with scripts/start-dockerd.sh)"
-        print(f"runtime image build test skipped: {reason}")
-        pytest.skip(reason)
-    base = get_orchestrator_settings().base_image
-    try:
-        client.images.get(base)
-    except docker.errors.ImageNotFound:
-        client.close()
-        print(f"runtime image build test skipped: base image {base} not built")
-        pytest.skip(f"base image {base} not built (run scripts/build-base-image.sh)")
-    yield client
-    client.close()
+    yield from docker_client_with_base_image("runtime image build test", timeout=600)
 
 
 @pytest.mark.docker

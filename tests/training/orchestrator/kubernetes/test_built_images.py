@@ -10,61 +10,41 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
 import tarfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Self
 
-import httpx
 import pytest
 
 from environments.records import Outcome, RolloutSpec
-from tests.training.orchestrator.conftest import make_task
+from tests.training.orchestrator.conftest import (
+    REGISTRY,
+    docker_client_with_base_image,
+    make_task,
+    registry_reason,
+    skip_because,
+)
 from training.orchestrator.images import content_tag, remote_ref
 from training.orchestrator.kubernetes.images import BuiltImages, ContentImages
 from training.orchestrator.registry import registry_has_image
 from training.orchestrator.scheduler import Scheduler, new_rollout_id
 
-REGISTRY = os.environ.get("OPENFORGE_REGISTRY", "127.0.0.1:5000")
-
-
-def _skip(reason: str) -> None:
-    print(f"kubernetes build-source test skipped: {reason}")
-    pytest.skip(reason)
+WHAT = "kubernetes build-source test"
 
 
 @pytest.fixture
 def registry() -> str:
-    try:
-        resp = httpx.get(f"http://{REGISTRY}/v2/", timeout=2)
-    except httpx.HTTPError as exc:
-        _skip(f"no registry at {REGISTRY}: {exc} (start one with scripts/start-registry.sh)")
-    if resp.status_code != 200:
-        _skip(f"registry at {REGISTRY} answered HTTP {resp.status_code}")
+    reason = registry_reason()
+    if reason:
+        skip_because(WHAT, reason)
     return REGISTRY
 
 
 @pytest.fixture
 def docker_client() -> Iterator[Any]:
-    import docker
-
-    from training.orchestrator.config import get_orchestrator_settings
-
-    try:
-        client = docker.from_env(timeout=120)
-        client.ping()
-    except Exception as exc:  # noqa: BLE001 - any failure means "no engine"
-        _skip(f"no Docker engine: {exc} (start one with scripts/start-dockerd.sh)")
-    base = get_orchestrator_settings().base_image
-    try:
-        client.images.get(base)
-    except docker.errors.ImageNotFound:
-        client.close()
-        _skip(f"base image {base} not built (run scripts/build-base-image.sh)")
-    yield client
-    client.close()
+    yield from docker_client_with_base_image(WHAT, timeout=120)
 
 
 def placeholder_image(client: Any, ref: str) -> None:
