@@ -278,9 +278,7 @@ class DockerBackend:
                 loop.call_soon_threadsafe(queue.put_nowait, _END)
 
         async def agent_done() -> None:
-            await asyncio.to_thread(copy_tests, task_dir, dirs.tests)
-            if self.agent_uid:
-                await asyncio.to_thread(hand_over, [dirs.tests], self.agent_uid)
+            await asyncio.to_thread(copy_tests, task_dir, dirs.tests, owner=self.agent_uid or None)
 
         follower = RunnerFollower(dirs.runner_log, agent_done)
         pump_future = loop.run_in_executor(self._pool, pump)

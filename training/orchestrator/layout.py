@@ -83,9 +83,10 @@ def lay_out(base: Path, task_dir: Path, harness: str) -> SandboxDirs:
     return dirs
 
 
-def copy_tests(task_dir: Path, dest: Path) -> None:
+def copy_tests(task_dir: Path, dest: Path, *, owner: int | None = None) -> None:
     """Copy the task's tests into ``dest`` with ``test.sh`` appearing last and atomically
-    (the runner starts the verifier as soon as it sees ``test.sh``)."""
+    (the runner starts the verifier as soon as it sees ``test.sh``); with ``owner``, every
+    file is handed over to that uid before ``test.sh`` appears (:func:`hand_over`)."""
     src = task_dir / "tests"
     if not src.is_dir():
         return
@@ -103,7 +104,11 @@ def copy_tests(task_dir: Path, dest: Path) -> None:
         tmp = dest / ".test.sh.partial"
         shutil.copy2(script, tmp)
         os.chmod(tmp, 0o755)
+        if owner:
+            hand_over([dest], owner)
         os.replace(tmp, dest / "test.sh")
+    elif owner:
+        hand_over([dest], owner)
 
 
 def hand_over(paths: list[Path], uid: int) -> None:
