@@ -12,7 +12,7 @@ import logging
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -21,6 +21,17 @@ log = logging.getLogger(__name__)
 #: Token file of a pod's service account (its presence means "we run in a cluster"); the
 #: cluster's CA certificate is ``ca.crt`` beside it.
 SERVICE_ACCOUNT_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
+
+
+class WarningEvent(NamedTuple):
+    """One Warning event of a pod, as ``kubectl describe`` shows it."""
+
+    reason: str
+    message: str
+    count: int = 1
+
+    def __str__(self) -> str:
+        return f"{self.reason}: {self.message}" + (f" (x{self.count})" if self.count > 1 else "")
 
 
 class KubeError(RuntimeError):
@@ -160,10 +171,10 @@ class KubeApi:
             raise KubeError(resp.status, f"logs of {name}: {body.decode(errors='replace')[:300]}")
         return body.decode("utf-8", errors="replace")
 
-    async def warning_events(self, pod_name: str, *, limit: int = 3) -> list[str]:
-        """The pod's latest distinct ``Warning`` events as ``"Reason: message"`` (newest last):
-        why a pod never ran (FailedScheduling, FailedMount, Failed pulls) in the words of the
-        scheduler and kubelet. Raises :class:`KubeError` (e.g. 403 without RBAC on events)."""
+    async def warning_events(self, pod_name: str, *, limit: int = 3) -> list[WarningEvent]:
+        """The pod's latest distinct ``Warning`` events (newest last): why a pod never ran
+        (FailedScheduling, FailedMount, Failed pulls) in the words of the scheduler and
+        kubelet. Raises :class:`KubeError` (e.g. 403 without RBAC on events)."""
         out = await self._call(f"events of {pod_name}", self.core.list_namespaced_event, self.namespace,
                                field_selector=f"involvedObject.name={pod_name},type=Warning")
 
@@ -172,15 +183,14 @@ class KubeApi:
             return str(series.get("lastObservedTime") or ev.get("lastTimestamp") or ev.get("eventTime")
                        or (ev.get("metadata") or {}).get("creationTimestamp") or "")
 
-        lines: list[str] = []
+        found: list[WarningEvent] = []
         for ev in sorted(out.get("items") or [], key=when):
-            line = f"{ev.get('reason') or '?'}: {str(ev.get('message') or '').strip()[:200]}"
-            count = int(ev.get("count") or (ev.get("series") or {}).get("count") or 1)
-            line += f" (x{count})" if count > 1 else ""
-            if line in lines:
-                lines.remove(line)
-            lines.append(line)
-        return lines[-limit:]
+            event = WarningEvent(ev.get("reason") or "?", str(ev.get("message") or "").strip()[:200],
+                                 int(ev.get("count") or (ev.get("series") or {}).get("count") or 1))
+            if event in found:
+                found.remove(event)
+            found.append(event)
+        return found[-limit:]
 
     async def watch_pods(self, label_selector: str, resource_version: str,
                          timeout_seconds: int = 300) -> AsyncIterator[tuple[str, dict[str, Any]]]:

@@ -511,7 +511,7 @@ class KubernetesBackend:
         except (KubeError, TimeoutError) as exc:
             log.debug("events of %s: %s", state.name, exc)
             return message
-        news = [e for e in events if e.partition(": ")[2].rsplit(" (x", 1)[0] not in message]  # said already
+        news = [str(e) for e in events if e.message not in message]  # not what the message says already
         return message + (f" | events: {'; '.join(news)}" if news else "")
 
     async def _log_report(self, handle: SandboxHandle, state: PodState) -> tuple[RunnerReport | None, str | None]:
