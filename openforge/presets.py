@@ -74,7 +74,9 @@ class RolloutConfig(_Section):
     max_refills: int = Field(2, ge=0, description="Refills per group before giving up on it.")
     temperature: float = Field(1.0, ge=0)
     top_p: float = Field(1.0, gt=0, le=1)
-    max_tokens: int = Field(1024, ge=1, description="Per model call.")
+    max_tokens: int = Field(1024, ge=1, description="Per model call; the proxy sets every call within it.")
+    max_total_tokens: int | None = Field(None, ge=1, description="Generated tokens per rollout, all calls "
+                                         "together; once spent the proxy refuses further calls (None: no cap).")
 
 
 class EngineConfig(_Section):

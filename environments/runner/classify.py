@@ -1,7 +1,9 @@
 """How a finished harness process becomes an outcome (DESIGN §5).
 
 1. An outcome file the harness wrote (``openforge-outcome.json``, e.g. react) is trusted.
-2. Exit 0 (or killed on the agent timeout) → go on to the verifier.
+2. Exit 0 (or killed on the agent timeout) → go on to the verifier; so does a harness that
+   stopped because the proxy refused a call on the rollout's spent generation budget (its
+   output names ``rollout_budget_exhausted``, training/proxy/budget.py).
 3. Nonzero exit: its output names a context overflow or a malformed tool call from the
    engine (HTTP 400) → ``policy_error``; an engine/proxy failure (5xx, connection) →
    ``infra_error/engine_error``; anything else → ``infra_error/harness_crash``.
@@ -21,6 +23,7 @@ _CONTEXT = re.compile(r"context[ _-]?(length|window)[ _-]?(exceeded|overflow)?|m
                       re.IGNORECASE)
 _MALFORMED = re.compile(r"(invalid|malformed|could not parse|failed to parse)\s+(tool[ _]?call|function[ _]?call)",
                         re.IGNORECASE)
+_BUDGET = re.compile(r"rollout_budget_exhausted")
 _ENGINE = re.compile(r"\b(50[0-4]|529)\b.{0,40}(error|internal|gateway|unavailable|overloaded)"
                      r"|connection refused|connection error|stream disconnected|ECONNREFUSED|APIConnectionError",
                      re.IGNORECASE)
@@ -54,7 +57,7 @@ def classify_exit(name: str, returncode: int | None, timed_out: bool, output_tai
     reported = read_outcome_file(outcome_file)
     if reported is not None:
         return reported
-    if timed_out or returncode == 0:
+    if timed_out or returncode == 0 or _BUDGET.search(output_tail):
         return HarnessVerdict(proceed=True)
     last = next((ln.strip() for ln in reversed(output_tail.splitlines()) if ln.strip()), "")
     detail = f"harness {name} exited with code {returncode}" + (f": {last[:300]}" if last else "")

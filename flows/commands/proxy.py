@@ -21,7 +21,10 @@ def serve(
     db: Annotated[str | None, typer.Option("--db", help="Task DB URL (default: the settings' DB).")] = None,
     model: Annotated[str | None, typer.Option(help="Model name to ask the engine for.")] = None,
     public_url: Annotated[str | None, typer.Option("--public-url", help="Proxy address sandboxes use.")] = None,
-    max_tokens_cap: Annotated[int | None, typer.Option("--max-tokens-cap", help="Clamp max_tokens.")] = None,
+    max_tokens_cap: Annotated[int | None, typer.Option("--max-tokens-cap", min=1, help="Tokens per call, for "
+                                                       "rollouts registered without a budget.")] = None,
+    max_total_tokens: Annotated[int | None, typer.Option("--max-total-tokens", min=1, help="Generated tokens per "
+                                                         "rollout, for rollouts registered without a budget.")] = None,
     max_calls: Annotated[int, typer.Option("--max-calls", help="Model calls allowed per rollout.")] = 2000,
 ) -> None:
     """Serve the proxy until interrupted; prints one JSON line {url, admin_key} when bound."""
@@ -32,7 +35,8 @@ def serve(
     kwargs = {"model": model} if model and engine.startswith(("http://", "https://")) else {}
     chat_engine = make_chat_engine(engine, **kwargs)
     app = create_app(chat_engine, db_url=db, admin_key=admin_key, public_url=public_url,
-                     max_tokens_cap=max_tokens_cap, max_calls_per_rollout=max_calls, close_engine=True)
+                     max_tokens_cap=max_tokens_cap, max_total_tokens=max_total_tokens,
+                     max_calls_per_rollout=max_calls, close_engine=True)
 
     def ready(url: str) -> None:
         sys.stdout.write(json.dumps({"url": url, "admin_key": app.state.admin_key, "engine": engine}) + "\n")

@@ -1,4 +1,9 @@
-"""``openforge rollout TASK_DIR --harness NAME``: one rollout in a sandbox (DESIGN §10)."""
+"""``openforge rollout TASK_DIR --harness NAME``: one rollout in a sandbox (DESIGN §10).
+
+With ``--engine``, the rollout's generation budget is the preset's ``[rollout]``
+``max_tokens`` (per call) and ``max_total_tokens`` (per rollout), each overridable by its
+flag; the proxy applies it to every call whatever the harness sends.
+"""
 
 from __future__ import annotations
 
@@ -23,12 +28,19 @@ def rollout(
     model: Annotated[str, typer.Option("--model", help="Model name the harness asks for.")] = "policy",
     harness_options: Annotated[str | None, typer.Option("--harness-options", help="JSON object of "
                                                            "adapter options.")] = None,
+    preset: Annotated[str, typer.Option("--preset", help="Preset whose [rollout] caps bound generation.")] = "local",
+    max_tokens: Annotated[int | None, typer.Option("--max-tokens", min=1, help="Tokens per model call "
+                                                   "(default: the preset's rollout.max_tokens).")] = None,
+    max_total_tokens: Annotated[int | None, typer.Option("--max-total-tokens", min=1, help="Generated tokens "
+                                                         "per rollout (default: the preset's).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON line.")] = False,
 ) -> None:
     """Run one rollout and print its outcome (status, reward, error_kind, n_calls, seconds)."""
     from environments.taskdir import TaskDirError
+    from openforge.presets import PresetError, load_preset
     from training.orchestrator.backend import SandboxError
     from training.orchestrator.single import rollout_once
+    from training.proxy.budget import GenerationBudget
 
     try:
         options = json.loads(harness_options) if harness_options else None
@@ -37,6 +49,13 @@ def rollout(
     except ValueError as exc:
         typer.echo(f"--harness-options: {exc}", err=True)
         raise typer.Exit(2) from None
+    try:
+        caps = load_preset(preset).rollout
+    except PresetError as exc:
+        typer.echo(f"--preset: {exc}", err=True)
+        raise typer.Exit(2) from None
+    budget = GenerationBudget(max_tokens=max_tokens or caps.max_tokens,
+                              max_total_tokens=max_total_tokens or caps.max_total_tokens)
     async def main() -> dict:
         # SIGTERM cancels like Ctrl-C does: the sandbox is killed and removed before exit.
         task = asyncio.current_task()
@@ -44,7 +63,7 @@ def rollout(
         if task is not None:
             loop.add_signal_handler(signal.SIGTERM, task.cancel)
         return await rollout_once(task_dir, harness, backend=backend, engine=engine, timeout=timeout,
-                                  model=model, harness_options=options)
+                                  model=model, harness_options=options, budget=budget)
 
     try:
         doc = asyncio.run(main())

@@ -41,8 +41,12 @@ async def rollout_once(
     harness_options: dict[str, Any] | None = None,
     db_url: str | None = None,
     record: bool = True,
+    budget: Any = None,
 ) -> dict[str, Any]:
-    """Run one rollout; returns ``{status, reward, error_kind, n_calls, seconds, ...}``."""
+    """Run one rollout; returns ``{status, reward, error_kind, n_calls, seconds, ...}``.
+
+    ``budget`` (a :class:`training.proxy.budget.GenerationBudget`) is registered with the rollout
+    at the proxy started here."""
     task = load_task(task_dir)
     spec = RolloutSpec(
         rollout_id=new_rollout_id(), task_dir=str(task.path), task_id=task.id, harness=harness, role="test",
@@ -69,7 +73,7 @@ async def rollout_once(
             chat_engine = make_chat_engine(engine)
             stack.push_async_callback(chat_engine.aclose)
             proxy = await stack.enter_async_context(ProxyServer(chat_engine, db_url=url))
-            proxy_client = proxy.client()
+            proxy_client = proxy.client(budget=budget)
             stack.push_async_callback(proxy_client.aclose)
         scheduler = Scheduler(sandbox, proxy=proxy_client, db=db)
         result = await scheduler.run_one(spec)

@@ -2,13 +2,15 @@
 
 Model APIs, per rollout: ``/rollouts/<token>/v1/{chat/completions,responses,messages,models}``
 and the same under ``/v1/...`` with the token as ``Authorization: Bearer`` or ``x-api-key``.
-Admin API (bearer admin key): ``POST/GET /admin/rollouts``, ``GET /admin/rollouts/{id}``,
+Admin API (bearer admin key): ``POST/GET /admin/rollouts`` (a registration may carry
+``budget: {max_tokens, max_total_tokens}``, see training/proxy/budget.py), ``GET /admin/rollouts/{id}``,
 ``GET /admin/rollouts/{id}/calls``, ``POST /admin/rollouts/{id}/finish``; the runner finishes
 with ``POST /rollouts/<token>/finish``. ``GET /healthz`` is open.
 
 Every model call: authenticate the token → read and bound the body → translate to a chat
-body → ask the engine (never streamed) → record the call durably → answer in the caller's
-format, replaying a stream when one was asked for. Errors come back in the caller's format.
+body → set its ``max_tokens`` within the rollout's generation budget → ask the engine (never
+streamed) → record the call durably → answer in the caller's format, replaying a stream when
+one was asked for. Errors come back in the caller's format.
 """
 
 from __future__ import annotations
@@ -30,6 +32,14 @@ from starlette.routing import Route
 
 from openforge.settings import get_settings
 from training.engines.base import ChatEngine, EngineError, EngineRequestError
+from training.proxy.budget import (
+    BUDGET_EXHAUSTED,
+    BudgetExhausted,
+    GenerationBudget,
+    asked_max_tokens,
+    generated_tokens,
+    with_max_tokens,
+)
 from training.proxy.errors import Api, ProxyError, error_response
 from training.proxy.images import (
     BlobStore,
@@ -111,16 +121,18 @@ def _stored_response(response: dict[str, Any]) -> dict[str, Any]:
 def create_app(engine: ChatEngine, *, db_url: str | None = None, admin_key: str | None = None,
                public_url: str | None = None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
                max_calls_per_rollout: int = 2000, served_models: list[str] | None = None,
-               max_tokens_cap: int | None = None, close_engine: bool = False, migrate: bool = True,
-               blobs_dir: Path | None = None) -> FastAPI:
+               max_tokens_cap: int | None = None, max_total_tokens: int | None = None,
+               close_engine: bool = False, migrate: bool = True, blobs_dir: Path | None = None) -> FastAPI:
     """The proxy app for ``engine``.
 
     ``db_url`` defaults to the settings' task DB; ``admin_key`` to ``OPENFORGE_ADMIN_KEY`` or a
     fresh random key (``app.state.admin_key``). ``public_url`` is the address sandboxes reach
     the proxy at (default: the address the admin call came in on). With ``served_models``
     set, a call naming another model is refused (404); by default any name is accepted and
-    the engine serves its own model. ``max_tokens_cap`` clamps a call's ``max_tokens`` (Claude
-    Code asks for up to 128k, more than a small engine's context). ``close_engine`` closes the
+    the engine serves its own model. ``max_tokens_cap`` (per call) and ``max_total_tokens`` (generated
+    tokens per rollout) are the generation budget of rollouts whose registration names none
+    (training/proxy/budget.py); every call's ``max_tokens`` is set within it, whatever the
+    harness sent (Claude Code asks for up to 128k). ``close_engine`` closes the
     engine on shutdown. Inline images are stored by content hash under ``blobs_dir`` (default
     ``OPENFORGE_HOME/blobs``) and recorded by reference (training/proxy/images.py); engines
     whose ``accepts_images`` is False get a text placeholder instead.
@@ -128,7 +140,8 @@ def create_app(engine: ChatEngine, *, db_url: str | None = None, admin_key: str 
     settings = get_settings()
     key = admin_key or settings.admin_key or secrets.token_urlsafe(24)
     recorder = Recorder(db_url or settings.db_url, max_calls_per_rollout=max_calls_per_rollout,
-                        logs_dir=settings.rollouts_dir, migrate=migrate)
+                        logs_dir=settings.rollouts_dir, migrate=migrate,
+                        default_budget=GenerationBudget(max_tokens=max_tokens_cap, max_total_tokens=max_total_tokens))
     allowed = frozenset(served_models) if served_models else None
     blobs = BlobStore(blobs_dir or settings.home_dir / "blobs")
     engine_sees_images = accepts_images(engine)
@@ -168,10 +181,14 @@ def create_app(engine: ChatEngine, *, db_url: str | None = None, admin_key: str 
                 chat, tool_map = responses_to_chat(body)
             else:
                 chat = messages_to_chat(body)
-            if max_tokens_cap is not None and int(chat.get("max_tokens") or max_tokens_cap + 1) > max_tokens_cap:
-                chat["max_tokens"] = max_tokens_cap
             recorder.begin_call(state)
-            answer, timing = await _ask_engine(api, state, chat, body)
+            chat, grant = await _within_budget(api, state, chat, body)
+            try:
+                answer, timing = await _ask_engine(api, state, chat, body)
+            except BaseException:
+                state.ledger.settle(grant, 0)
+                raise
+            state.ledger.settle(grant, generated_tokens(answer))
             stream = bool(body.get("stream"))
             if api == "chat":
                 if stream:
@@ -193,6 +210,21 @@ def create_app(engine: ChatEngine, *, db_url: str | None = None, admin_key: str 
         except Exception as exc:
             log.exception("unexpected error serving a %s call", api)
             return error_response(api, ProxyError(500, f"proxy internal error: {type(exc).__name__}: {exc}"))
+
+    async def _within_budget(api: str, state: RolloutState, chat: dict[str, Any],
+                             body: dict[str, Any]) -> tuple[dict[str, Any], int | None]:
+        """``chat`` asking for the tokens the rollout's budget grants; a spent budget is recorded and refused."""
+        try:
+            grant = state.ledger.reserve(asked_max_tokens(chat))
+        except BudgetExhausted as exc:
+            summary = {k: v for k, v in chat.items() if k not in ("messages", "tools")}
+            summary["n_messages"] = len(chat.get("messages") or [])
+            await recorder.record(state, CallRecord(api=api, model=body.get("model"), request=summary, response=None,
+                                                    status="error", error=str(exc),
+                                                    policy_version=engine.policy_version))
+            log.info("rollout %s: call refused, %s", state.rollout_id, exc)
+            raise ProxyError(400, str(exc), code=BUDGET_EXHAUSTED) from exc
+        return with_max_tokens(chat, grant), grant
 
     async def _ask_engine(api: str, state: RolloutState, chat: dict[str, Any],
                           body: dict[str, Any]) -> tuple[dict[str, Any], tuple[float, float]]:
@@ -289,10 +321,17 @@ def create_app(engine: ChatEngine, *, db_url: str | None = None, admin_key: str 
             meta = body.get("metadata") or {}
             if not isinstance(meta, dict):
                 raise ProxyError(400, "metadata must be an object", param="metadata")
+            asked_budget = body.get("budget") or {}
+            try:
+                if not isinstance(asked_budget, dict):
+                    raise TypeError("budget must be an object with max_tokens / max_total_tokens")
+                budget = GenerationBudget.from_mapping(asked_budget)
+            except (TypeError, ValueError) as exc:
+                raise ProxyError(400, str(exc), param="budget") from exc
             state, token = await recorder.register(
                 rollout_id=body.get("rollout_id"), task_id=body.get("task_id"), group_id=body.get("group_id"),
                 run_id=body.get("run_id"), role=body.get("role"), harness=body.get("harness"),
-                model=body.get("model"), metadata=meta)
+                model=body.get("model"), metadata=meta, budget=budget)
             base = (public_url or str(request.base_url)).rstrip("/")
             return JSONResponse({"rollout_id": state.rollout_id, "token": token,
                                  "base_url": f"{base}/rollouts/{token}/v1"}, status_code=201)

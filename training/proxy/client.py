@@ -7,6 +7,8 @@ from typing import Any, Self
 
 import httpx
 
+from training.proxy.budget import GenerationBudget
+
 
 class ProxyClientError(RuntimeError):
     """The proxy refused an admin call; carries the HTTP status."""
@@ -31,10 +33,16 @@ class Registration:
 
 
 class ProxyAdminClient:
-    """``async with ProxyAdminClient(url, admin_key) as c: reg = await c.register(...)``."""
+    """``async with ProxyAdminClient(url, admin_key) as c: reg = await c.register(...)``.
 
-    def __init__(self, url: str, admin_key: str, *, timeout: float = 30.0) -> None:
+    ``budget`` is the generation budget sent with every registration that names none itself
+    (the caller's preset caps; the proxy's own defaults apply where it sets none).
+    """
+
+    def __init__(self, url: str, admin_key: str, *, timeout: float = 30.0,
+                 budget: GenerationBudget | None = None) -> None:
         self.url = url.rstrip("/")
+        self.budget = budget or GenerationBudget()
         self._http = httpx.AsyncClient(base_url=self.url, timeout=timeout,
                                        headers={"authorization": f"Bearer {admin_key}"})
 
@@ -51,9 +59,11 @@ class ProxyAdminClient:
 
     async def register(self, task_id: str | None = None, group_id: str | None = None, run_id: str | None = None,
                        role: str | None = None, harness: str | None = None, metadata: dict[str, Any] | None = None,
-                       *, rollout_id: str | None = None, model: str | None = None) -> Registration:
+                       *, rollout_id: str | None = None, model: str | None = None,
+                       budget: GenerationBudget | None = None) -> Registration:
+        caps = (budget or self.budget).to_dict()
         body = {"task_id": task_id, "group_id": group_id, "run_id": run_id, "role": role, "harness": harness,
-                "metadata": metadata or {}, "rollout_id": rollout_id, "model": model}
+                "metadata": metadata or {}, "rollout_id": rollout_id, "model": model, "budget": caps or None}
         out = await self._json("POST", "/admin/rollouts", json={k: v for k, v in body.items() if v is not None})
         return Registration(out["rollout_id"], out["token"], out["base_url"])
 

@@ -31,6 +31,7 @@ from sqlalchemy.orm import Session
 from storage.db import make_engine
 from storage.migrate import upgrade
 from storage.models import ModelCall, Rollout, RolloutStatus
+from training.proxy.budget import BudgetLedger, GenerationBudget, generated_tokens
 from training.proxy.errors import ProxyError
 
 log = logging.getLogger(__name__)
@@ -54,6 +55,7 @@ class RolloutState:
     next_index: int = 0
     started_calls: int = 0
     engine_errors: int = 0
+    ledger: BudgetLedger = field(default_factory=lambda: BudgetLedger(GenerationBudget()))
 
 
 @dataclass
@@ -116,9 +118,10 @@ class Recorder:
     """Rollout registry + batched write-through recorder over one DB URL."""
 
     def __init__(self, db_url: str, *, max_calls_per_rollout: int = 2000, logs_dir: Path | None = None,
-                 migrate: bool = True) -> None:
+                 migrate: bool = True, default_budget: GenerationBudget | None = None) -> None:
         self.db_url = db_url
         self.max_calls_per_rollout = max_calls_per_rollout
+        self.default_budget = default_budget or GenerationBudget()
         self.logs_dir = logs_dir
         self._migrate = migrate
         self._db = make_engine(db_url)
@@ -255,13 +258,22 @@ class Recorder:
     # -- rollouts ------------------------------------------------------------------------
     async def register(self, *, rollout_id: str | None = None, task_id: str | None = None, group_id: str | None = None,
                        run_id: str | None = None, role: str | None = None, harness: str | None = None,
-                       model: str | None = None, metadata: dict[str, Any] | None = None) -> tuple[RolloutState, str]:
-        """Create the rollout row (durably) and return its state and fresh token."""
+                       model: str | None = None, metadata: dict[str, Any] | None = None,
+                       budget: GenerationBudget | None = None) -> tuple[RolloutState, str]:
+        """Create the rollout row (durably) and return its state and fresh token.
+
+        ``budget`` (over the recorder's default) is kept in ``metadata["budget"]``, so a
+        restarted proxy applies the same caps.
+        """
         rollout_id = rollout_id or uuid.uuid4().hex
         token = "ofr_" + secrets.token_urlsafe(32)
         sha = token_sha256(token)
+        effective = (budget or GenerationBudget()).over(self.default_budget)
+        meta = dict(metadata or {})
+        if effective.to_dict():
+            meta["budget"] = effective.to_dict()
         row = {"id": rollout_id, "token_sha256": sha, "task_id": task_id, "group_id": group_id, "run_id": run_id,
-               "role": role or "train", "harness": harness, "model": model, "metadata": metadata or {},
+               "role": role or "train", "harness": harness, "model": model, "metadata": meta,
                "status": RolloutStatus.running.value}
         try:
             await self._submit("insert_rollout", row)
@@ -269,7 +281,7 @@ class Recorder:
             raise
         except Exception as exc:
             raise ProxyError(409, f"cannot register rollout {rollout_id!r}: {type(exc).__name__}") from exc
-        state = RolloutState(rollout_id=rollout_id)
+        state = RolloutState(rollout_id=rollout_id, ledger=BudgetLedger(effective))
         self._by_sha[sha] = state
         return state, token
 
@@ -296,8 +308,12 @@ class Recorder:
             last = session.execute(select(func.max(ModelCall.index)).where(ModelCall.rollout_id == row.id)).scalar()
             n = 0 if last is None else last + 1
             errors = 1 if (row.status == RolloutStatus.infra_error.value and row.error_kind == "engine_error") else 0
+            ledger = BudgetLedger(GenerationBudget.from_mapping((row.meta or {}).get("budget")))
+            if ledger.budget.max_total_tokens is not None:
+                usages = session.execute(select(ModelCall.usage).where(ModelCall.rollout_id == row.id)).scalars()
+                ledger.generated = sum(generated_tokens({"usage": u}) for u in usages if u)
             return RolloutState(rollout_id=row.id, finished=row.finished_at is not None, next_index=n,
-                                started_calls=n, engine_errors=errors)
+                                started_calls=n, engine_errors=errors, ledger=ledger)
 
     def begin_call(self, state: RolloutState) -> None:
         """Count a call against the rollout's limit before it reaches the engine."""

@@ -109,11 +109,12 @@ class ProxyServer(BackgroundUvicorn):
         self.engine = engine
         self.admin_key: str = app.state.admin_key
 
-    def client(self) -> Any:
-        """A :class:`training.proxy.client.ProxyAdminClient` for this server."""
+    def client(self, budget: Any = None) -> Any:
+        """A :class:`training.proxy.client.ProxyAdminClient` for this server (``budget``: its
+        :class:`training.proxy.budget.GenerationBudget` for every registration)."""
         from training.proxy.client import ProxyAdminClient
 
-        return ProxyAdminClient(self.url, self.admin_key)
+        return ProxyAdminClient(self.url, self.admin_key, budget=budget)
 
 
 

@@ -42,8 +42,12 @@ def local_engine(preset: Preset, model_path: str | Path | None) -> Any:
 
 
 def harness_options(preset: Preset) -> dict[str, Any]:
+    """Adapter options from the preset; they carry its generation budget, which
+    :class:`training.workflows.service.RolloutService` also applies at the proxy."""
     options = dict(preset.section("harness_options"))
     options.setdefault("max_tokens", preset.rollout.max_tokens)
+    if preset.rollout.max_total_tokens is not None:
+        options.setdefault("max_total_tokens", preset.rollout.max_total_tokens)
     options.setdefault("temperature", preset.rollout.temperature)
     return options
 

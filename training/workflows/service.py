@@ -3,6 +3,9 @@
 The service is what a training or evaluation run holds while it rolls out task groups:
 ``run_groups`` runs G rollouts per task through real harnesses in sandboxes (every model
 call recorded by the proxy), and ``trajectories`` rebuilds training samples from the DB.
+Every rollout is registered with the generation budget (``budget``, by default the
+``max_tokens``/``max_total_tokens`` of ``harness_options``, i.e. the preset's
+``[rollout]`` caps): the proxy holds each call within it whatever the harness sends.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from storage.migrate import upgrade
 from training.engines.base import ChatEngine
 from training.orchestrator.factory import make_backend
 from training.orchestrator.scheduler import Scheduler, new_rollout_id
+from training.proxy.budget import GenerationBudget
 from training.trajectory import Trajectory, build_trajectories
 from training.trajectory.build import BuildReport
 from training.trajectory.source import load_rollouts_with_calls
@@ -46,6 +50,7 @@ class RolloutService:
         db_url: str | None = None,
         run_id: str | None = None,
         model: str = "policy",
+        budget: GenerationBudget | None = None,
     ) -> None:
         self.engine = engine
         self.backend_name = backend
@@ -57,6 +62,7 @@ class RolloutService:
         self.db_url = db_url or get_settings().db_url
         self.run_id = run_id or uuid.uuid4().hex[:12]
         self.model = model
+        self.budget = budget if budget is not None else GenerationBudget.from_mapping(self.harness_options)
         self._stack = AsyncExitStack()
         self.scheduler: Scheduler | None = None
 
@@ -68,7 +74,7 @@ class RolloutService:
         upgrade(self.db_url, self.db)
         stack.callback(self.db.dispose)
         proxy = await stack.enter_async_context(ProxyServer(self.engine, db_url=self.db_url))
-        client = proxy.client()
+        client = proxy.client(budget=self.budget)
         stack.push_async_callback(client.aclose)
         sandbox = make_backend(self.backend_name)
         stack.push_async_callback(sandbox.aclose)
