@@ -170,6 +170,8 @@ def create_app(engine: ChatEngine, *, db_url: str | None = None, admin_key: str 
         t_start = time.perf_counter()
         try:
             state = await recorder.resolve(token)
+            if state.agent_done:
+                raise await recorder.refuse_after_agent_done(state)
             body = await _read_json(request, max_body_bytes)
             if allowed is not None and body.get("model") not in allowed:
                 raise ProxyError(404, f"model {body.get('model')!r} is not served here; served: {sorted(allowed)}",
@@ -385,6 +387,16 @@ def create_app(engine: ChatEngine, *, db_url: str | None = None, admin_key: str 
         try:
             state = await recorder.resolve(token)
             return await finish(state, await _read_json(request, max_body_bytes))
+        except ProxyError as exc:
+            return error_response("admin", exc)
+
+    @app.post("/rollouts/{token}/agent-done")
+    async def token_agent_done(request: Request, token: str) -> Response:
+        """The runner's agent phase is over: model calls with this token are refused from now."""
+        try:
+            state = await recorder.resolve(token)
+            await recorder.mark_agent_done(state)
+            return JSONResponse({"rollout_id": state.rollout_id, "model_calls": "revoked"})
         except ProxyError as exc:
             return error_response("admin", exc)
 

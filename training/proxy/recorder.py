@@ -52,6 +52,9 @@ class RolloutState:
 
     rollout_id: str
     finished: bool = False
+    #: The runner said the agent phase is over: model calls are refused from here on.
+    agent_done: bool = False
+    refused_calls: int = 0
     next_index: int = 0
     started_calls: int = 0
     engine_errors: int = 0
@@ -215,6 +218,8 @@ class Recorder:
                     conn.execute(_ROLLOUTS.insert(), [op.data])
                 elif op.kind == "finish":
                     self._apply_finish(conn, op.data)
+                elif op.kind == "meta":
+                    self._apply_meta(conn, op.data)
                 i += 1
         return [None] * len(batch)
 
@@ -229,6 +234,13 @@ class Recorder:
                 values.update(status=RolloutStatus.infra_error.value, error_kind="engine_error", error=o["row"].get("error"))
         for rollout_id, values in per_rollout.items():
             conn.execute(update(_ROLLOUTS).where(_ROLLOUTS.c.id == rollout_id).values(**values))
+
+    @staticmethod
+    def _apply_meta(conn: Connection, data: dict[str, Any]) -> None:
+        row = conn.execute(select(_ROLLOUTS.c.metadata).where(_ROLLOUTS.c.id == data["rollout_id"])).first()
+        if row is not None:
+            meta = {**(row[0] or {}), **data["meta"]}
+            conn.execute(update(_ROLLOUTS).where(_ROLLOUTS.c.id == data["rollout_id"]).values(metadata=meta))
 
     @staticmethod
     def _apply_finish(conn: Connection, data: dict[str, Any]) -> None:
@@ -312,8 +324,25 @@ class Recorder:
             if ledger.budget.max_total_tokens is not None:
                 usages = session.execute(select(ModelCall.usage).where(ModelCall.rollout_id == row.id)).scalars()
                 ledger.generated = sum(generated_tokens({"usage": u}) for u in usages if u)
+            meta = row.meta or {}
             return RolloutState(rollout_id=row.id, finished=row.finished_at is not None, next_index=n,
+                                agent_done="agent_done_at" in meta, refused_calls=int(meta.get("refused_after_agent_done", 0)),
                                 started_calls=n, engine_errors=errors, ledger=ledger)
+
+    async def mark_agent_done(self, state: RolloutState) -> None:
+        """Revoke the token for model calls (issue 14); the finish report is still accepted."""
+        if not state.agent_done:
+            state.agent_done = True
+            await self._submit("meta", {"rollout_id": state.rollout_id,
+                                        "meta": {"agent_done_at": datetime.now(UTC).isoformat()}})
+
+    async def refuse_after_agent_done(self, state: RolloutState) -> ProxyError:
+        """Count (durably, in the rollout's metadata) a model call made after agent_done."""
+        state.refused_calls += 1
+        await self._submit("meta", {"rollout_id": state.rollout_id,
+                                    "meta": {"refused_after_agent_done": state.refused_calls}})
+        return ProxyError(403, f"rollout {state.rollout_id}: the agent phase is over; its token no longer "
+                               "serves model calls", code="token_revoked")
 
     def begin_call(self, state: RolloutState) -> None:
         """Count a call against the rollout's limit before it reaches the engine."""
