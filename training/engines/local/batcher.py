@@ -17,7 +17,8 @@ event loop never blocks on the model). The worker loops:
 3. **decode** one token for every remaining row in a single forward pass.
 
 So sequences join and leave the batch independently and concurrent requests share every
-decode step. Weights are only touched under ``weights_lock``, which each forward pass
+decode step. A prompt prefilled alone reuses the KV of a stored prompt it shares a long
+head with (:mod:`training.engines.local.prefix_cache`) and prefills only the rest. Weights are only touched under ``weights_lock``, which each forward pass
 holds; :meth:`LocalEngine.update_weights` takes it between steps.
 """
 
@@ -36,6 +37,7 @@ import torch
 from transformers.cache_utils import DynamicCache, DynamicLayer
 
 from training.engines.base import EngineError
+from training.engines.local.prefix_cache import PrefixCache
 from training.engines.local.sampling import (
     Choice,
     RowSampler,
@@ -102,6 +104,7 @@ class BatcherStats:
     max_rows: int = 0
     requests_submitted: int = 0
     requests_done: int = 0
+    prefix_reused_tokens: int = 0  # prompt tokens whose KV came from the prefix cache
 
 
 def _layers(cache: DynamicCache) -> list[DynamicLayer]:
@@ -140,6 +143,7 @@ class Batcher:
         max_batch_size: int = 8,
         seed: int | None = None,
         prefill_token_budget: int = 4096,
+        prefix_cache: PrefixCache | None = None,
         name: str = "local-engine",
     ) -> None:
         self.model = model
@@ -148,6 +152,7 @@ class Batcher:
         self.decode = decode  # token ids -> text, for stop strings
         self.max_batch_size = max(1, max_batch_size)
         self.prefill_token_budget = prefill_token_budget  # padded tokens per grouped prefill
+        self.prefix_cache = prefix_cache
         # transformers 5.x renamed ``past_key_values`` to ``cache``; accept either.
         params = inspect.signature(model.forward).parameters
         self._cache_kw = "cache" if "cache" in params else "past_key_values"
@@ -264,17 +269,23 @@ class Batcher:
         positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
         cache = DynamicCache(config=self.model.config)
         padded = any(length != width for length in lengths)
+        alone = len(group) == 1 and self.prefix_cache is not None
         with self.weights_lock:
+            start = self._reuse_prefix(group[0], cache) if alone else 0
             out = self.model(
-                input_ids=ids,
+                input_ids=ids[:, start:],
                 attention_mask=mask if padded else None,  # unpadded: the causal fast path
-                position_ids=positions,
+                position_ids=positions[:, start:],
                 use_cache=True,
                 logits_to_keep=1,
                 **{self._cache_kw: cache},
             )
+            if alone and self.prefix_cache is not None:
+                self.prefix_cache.store(group[0].prompt_ids, [(layer.keys, layer.values) for layer in _layers(cache)],
+                                        group[0].policy_version)
         self.stats.prefill_passes += 1
         self.stats.prompt_tokens += sum(lengths)
+        self.stats.prefix_reused_tokens += start
         # one row per choice: request i with n choices occupies n consecutive rows
         index = [i for i, request in enumerate(group) for _ in range(request.params.n)]
         rows = [self._new_row(request, j) for request in group for j in range(request.params.n)]
@@ -286,6 +297,17 @@ class Batcher:
             row.pending = choice
         next_positions = torch.tensor([lengths[i] for i in index], dtype=torch.long, device=self.device)
         self._merge(rows, cache, mask[select], next_positions)
+
+    def _reuse_prefix(self, request: GenerationRequest, cache: DynamicCache) -> int:
+        """Fill ``cache`` with the stored KV of the request's longest known prompt head; its length."""
+        assert self.prefix_cache is not None
+        hit = self.prefix_cache.lookup(request.prompt_ids, request.policy_version)
+        if hit is None:
+            return 0
+        start, layers = hit
+        for index, (keys, values) in enumerate(layers):
+            cache.update(keys, values, index)
+        return start
 
     def _new_row(self, request: GenerationRequest, index: int) -> _Row:
         params = request.params

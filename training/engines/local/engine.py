@@ -10,6 +10,10 @@ as vLLM does; the proxy always asks.
 
 Semantics worth knowing:
 
+- The context is ``max_model_len``: the model's own window, except that the default model
+  (and any model given ``context_length``) is served with a YaRN-extended window of
+  :data:`~training.engines.local.context.DEFAULT_CONTEXT_LENGTH` tokens
+  (:mod:`training.engines.local.context`); trainers copying ``engine.model`` see the same.
 - ``max_tokens`` larger than what is left of the context is clamped (``finish_reason
   "length"`` when hit); a prompt that alone fills the context raises
   :class:`EngineRequestError` (a policy error for the rollout, DESIGN §5).
@@ -43,12 +47,27 @@ from training.engines.local.batcher import (
     GenerationRequest,
     GenerationResult,
 )
+from training.engines.local.context import DEFAULT_CONTEXT_LENGTH, extend_context
+from training.engines.local.prefix_cache import PrefixCache
 from training.engines.local.prompt import render_prompt
 from training.engines.local.sampling import sampling_params_from_body
 from training.engines.local.tools import parse_tool_calls
-from training.engines.model_store import resolve_model
+from training.engines.model_store import (
+    DEFAULT_MODEL_NAME,
+    MANIFEST_NAME,
+    resolve_model,
+)
 
 log = logging.getLogger(__name__)
+
+
+def _is_default_model(source: str) -> bool:
+    """Is ``source`` the converted default model (its folder carries OpenForge's manifest)?"""
+    manifest = Path(source) / MANIFEST_NAME
+    try:
+        return manifest.is_file() and DEFAULT_MODEL_NAME in manifest.read_text(encoding="utf-8")
+    except OSError:
+        return False
 
 
 def _default_dtype(device: str) -> torch.dtype:
@@ -72,20 +91,35 @@ class LocalEngine:
         dtype: torch.dtype | None = None,
         model_name: str | None = None,
         max_model_len: int | None = None,
+        context_length: int | None = None,
+        prefix_cache_tokens: int = 32768,
         seed: int | None = None,
         model: Any | None = None,
         tokenizer: Any | None = None,
     ) -> None:
-        """Load ``model_path`` (default: :func:`resolve_model`), or serve ``model``/``tokenizer`` given as objects."""
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        """Load ``model_path`` (default: :func:`resolve_model`), or serve ``model``/``tokenizer`` given as objects.
+
+        ``context_length`` extends a plain-RoPE model loaded from a path to that many tokens
+        (default: :data:`DEFAULT_CONTEXT_LENGTH` for the default model, else the model's own
+        window); ``max_model_len`` caps what is served. ``context_extension`` is the rope
+        parameters set, or None. ``prefix_cache_tokens`` bounds the prompt KV kept for reuse
+        by later prompts with the same head (0: none; see ``prefix_cache``).
+        """
+        from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
         self.device = device
         self.dtype = dtype or _default_dtype(device)
+        self.context_extension: dict[str, Any] | None = None
         if model is None or tokenizer is None:
             source = resolve_model(model_path)
             started = time.monotonic()
             tokenizer = tokenizer or AutoTokenizer.from_pretrained(source)
-            model = model or AutoModelForCausalLM.from_pretrained(source, dtype=self.dtype)
+            if model is None:
+                config = AutoConfig.from_pretrained(source)
+                target = context_length or (DEFAULT_CONTEXT_LENGTH if _is_default_model(source) else None)
+                if target:
+                    self.context_extension = extend_context(config, target)
+                model = AutoModelForCausalLM.from_pretrained(source, config=config, dtype=self.dtype)
             log.info("loaded %s in %.1fs", source, time.monotonic() - started)
             default_name = Path(source).name if Path(source).exists() else source
         else:
@@ -101,6 +135,7 @@ class LocalEngine:
             decode=lambda ids: self.tokenizer.decode(ids, skip_special_tokens=True),
             max_batch_size=max_batch_size,
             seed=seed,
+            prefix_cache=PrefixCache(max_tokens=prefix_cache_tokens) if prefix_cache_tokens > 0 else None,
         )
 
     def _eos_ids(self) -> set[int]:
