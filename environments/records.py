@@ -37,6 +37,7 @@ class ErrorKind(str, Enum):
     malformed_tool_call = "malformed_tool_call"
     context_overflow = "context_overflow"
     cancelled = "cancelled"
+    storage_exceeded = "storage_exceeded"
 
 
 #: Marker the runner prints before its one JSON report line on stdout.
@@ -54,6 +55,8 @@ class RunnerReport(BaseModel):
     timings: dict[str, float] = Field(default_factory=dict)
     harness: str | None = None
     logs: str | None = None
+    #: Where the harness ran (environments/runner/jail.py): userns | uid | none.
+    agent_jail: str | None = None
 
 
 class RolloutSpec(BaseModel):

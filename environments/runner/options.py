@@ -30,6 +30,8 @@ class RunnerOptions:
     agent_timeout: float | None = None  # None: task.toml [agent] timeout_sec
     verifier_timeout: float | None = None  # None: task.toml [verifier] timeout_sec
     service_timeout: float = 60.0
+    agent_jail: str = "auto"  # environments/runner/jail.py: auto | userns | uid | none
+    agent_uid: int | None = None  # the harness's uid in a ``uid`` jail
 
 
 def _root_default(env_name: str, sub: str, harbor: str) -> Path:
@@ -55,6 +57,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--agent-timeout", type=float)
     p.add_argument("--verifier-timeout", type=float)
     p.add_argument("--service-timeout", type=float, default=60.0)
+    p.add_argument("--agent-jail", choices=("auto", "userns", "uid", "none"), default="auto",
+                   help="where the harness runs (environments/runner/jail.py)")
+    p.add_argument("--agent-uid", type=int, help="the harness's uid with --agent-jail uid")
     return p
 
 
@@ -81,4 +86,5 @@ def parse_options(argv: list[str] | None = None) -> RunnerOptions:
         solution_dir=solution.resolve() if solution else None,
         base_url=a.base_url or None, token=a.token or None, model=a.model, harness_options=hopts,
         agent_timeout=a.agent_timeout, verifier_timeout=a.verifier_timeout, service_timeout=a.service_timeout,
+        agent_jail=a.agent_jail, agent_uid=a.agent_uid,
     )

@@ -56,21 +56,24 @@ async def stop_process(proc: asyncio.subprocess.Process, grace: float = KILL_GRA
         await proc.wait()
 
 
-async def spawn(argv: list[str], *, env: dict[str, str], cwd: Path, log_path: Path) -> asyncio.subprocess.Process:
-    """Start ``argv`` in a new session, stdin from /dev/null, stdout+stderr to ``log_path``."""
+async def spawn(argv: list[str], *, env: dict[str, str], cwd: Path, log_path: Path,
+                user: int | None = None) -> asyncio.subprocess.Process:
+    """Start ``argv`` in a new session, stdin from /dev/null, stdout+stderr to ``log_path``;
+    with ``user``, as that uid/gid with no supplementary groups (the ``uid`` agent jail)."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     out = await asyncio.to_thread(open, log_path, "ab")
+    as_user = {"user": user, "group": user, "extra_groups": []} if user is not None else {}
     with out:
         return await asyncio.create_subprocess_exec(
             *argv, cwd=str(cwd), env=env, stdin=asyncio.subprocess.DEVNULL, stdout=out,
-            stderr=asyncio.subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent)
+            stderr=asyncio.subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent, **as_user)
 
 
 async def run_process(argv: list[str], *, env: dict[str, str], cwd: Path, log_path: Path,
-                      timeout: float) -> ProcResult:
+                      timeout: float, user: int | None = None) -> ProcResult:
     """Run to completion or ``timeout``; the process group is always killed afterwards."""
     start = time.monotonic()
-    proc = await spawn(argv, env=env, cwd=cwd, log_path=log_path)
+    proc = await spawn(argv, env=env, cwd=cwd, log_path=log_path, user=user)
     timed_out = False
     try:
         await asyncio.wait_for(proc.wait(), timeout)

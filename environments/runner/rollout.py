@@ -31,6 +31,8 @@ from environments.harnesses import (
 from environments.harnesses.base import load_tools_file, package_root
 from environments.records import ErrorKind, Outcome, RunnerReport
 from environments.runner.classify import classify_exit
+from environments.runner.finish import post_agent_done
+from environments.runner.jail import Jail, JailError, choose_jail
 from environments.runner.options import RunnerOptions
 from environments.runner.procs import run_process, tail
 from environments.runner.services import ServiceError, ServiceGroup
@@ -119,6 +121,8 @@ async def run_rollout(opts: RunnerOptions, emit: Callable[[str], None] = _print_
     report = RunnerReport(status=Outcome.ok, harness=opts.harness, timings=timings)
     group: ServiceGroup | None = None
     home: Path | None = None
+    jail: Jail | None = None
+    verifier_home: Path | None = None
     agent_log = opts.logs_dir / "agent" / "harness.log"
     try:
         cfg = read_task_config(opts.task_dir)
@@ -130,6 +134,12 @@ async def run_rollout(opts: RunnerOptions, emit: Callable[[str], None] = _print_
         verifier_timeout = opts.verifier_timeout or cfg.verifier.timeout_sec
         for d in (opts.workspace, opts.logs_dir / "agent", opts.logs_dir / "verifier"):
             d.mkdir(parents=True, exist_ok=True)
+        try:
+            jail = choose_jail(opts.agent_jail, agent_uid=opts.agent_uid,
+                               hidden=[opts.tests_dir, opts.logs_dir / "verifier"])
+        except JailError as exc:
+            raise _Stop(Outcome.infra_error, ErrorKind.start_failed, str(exc)) from None
+        report.agent_jail = jail.kind
         env = sandbox_env(opts)
         services = list(cfg.metadata.services)
         services_url: str | None = None
@@ -150,6 +160,7 @@ async def run_rollout(opts: RunnerOptions, emit: Callable[[str], None] = _print_
 
         # -- agent ---------------------------------------------------------------------
         home = Path(tempfile.mkdtemp(prefix="openforge-harness-home-"))
+        jail.hand_over([home, opts.logs_dir / "agent"])
         ctx = HarnessContext(
             instruction=(opts.task_dir / "instruction.md").read_text(encoding="utf-8"),
             task_dir=opts.task_dir, workspace=opts.workspace, logs_dir=opts.logs_dir / "agent", home=home,
@@ -166,11 +177,25 @@ async def run_rollout(opts: RunnerOptions, emit: Callable[[str], None] = _print_
         if harness.uses_model and not opts.base_url:
             log.warning("harness %s runs without a base URL (no proxy given)", harness.name)
         log.info("harness %s: %s", harness.name, plan.argv[:3])
+        harness_env = {**env, **plan.env}
+        argv = jail.wrap(plan.argv, home=home, env_home=harness_env.get("HOME"))
         try:
-            result = await run_process(plan.argv, env={**env, **plan.env}, cwd=plan.cwd or opts.workspace,
-                                       log_path=agent_log, timeout=agent_timeout)
+            result = await run_process(argv, env=harness_env, cwd=plan.cwd or opts.workspace,
+                                       log_path=agent_log, timeout=agent_timeout, user=jail.user)
         except OSError as exc:  # exec failed: binary vanished, not executable, ...
             raise _Stop(Outcome.infra_error, ErrorKind.harness_crash, f"harness {harness.name}: {exc}") from None
+        # Nothing the agent started may outlive its phase (daemons, setsid, double forks).
+        try:
+            left = await jail.empty()
+        except JailError as exc:
+            raise _Stop(Outcome.infra_error, ErrorKind.start_failed, str(exc)) from None
+        if left:
+            log.info("agent jail: killed %d process(es) left after the harness", left)
+        shutil.rmtree(home, ignore_errors=True)
+        home = None
+        # The rollout token is revoked for model calls from here on (the report still goes in).
+        if opts.base_url and opts.token and not await post_agent_done(opts.base_url, opts.token):
+            log.warning("the proxy did not acknowledge agent-done; the token was not revoked")
         timings["agent"] = round(result.seconds, 3)
         verdict = classify_exit(harness.name, result.returncode, result.timed_out, tail(agent_log, 20_000),
                                 opts.logs_dir / "agent" / OUTCOME_FILE)
@@ -184,8 +209,11 @@ async def run_rollout(opts: RunnerOptions, emit: Callable[[str], None] = _print_
         try:
             timings["wait_tests"] = round(await wait_for_tests(opts.tests_dir, verifier_timeout), 3)
             t = time.monotonic()
+            # The verifier's own HOME and TMPDIR: nothing the agent wrote is on its paths.
+            verifier_home = Path(tempfile.mkdtemp(prefix="openforge-verifier-home-"))
+            verifier_env = {**env, "HOME": str(verifier_home), "TMPDIR": str(verifier_home), "PYTHONNOUSERSITE": "1"}
             try:
-                v = await run_verifier(opts.tests_dir, env=env, cwd=opts.workspace,
+                v = await run_verifier(opts.tests_dir, env=verifier_env, cwd=opts.workspace,
                                        verifier_logs=opts.logs_dir / "verifier", timeout=verifier_timeout)
             finally:
                 timings["verifier"] = round(time.monotonic() - t, 3)
@@ -204,8 +232,14 @@ async def run_rollout(opts: RunnerOptions, emit: Callable[[str], None] = _print_
     finally:
         if group is not None:
             await group.stop()
-        if home is not None:
-            shutil.rmtree(home, ignore_errors=True)
+        if jail is not None and jail.kind != "none":
+            try:
+                await jail.empty()
+            except JailError as exc:
+                log.warning("agent jail not empty at the end: %s", exc)
+        for scratch in (home, verifier_home):
+            if scratch is not None:
+                shutil.rmtree(scratch, ignore_errors=True)
         timings["total"] = round(time.monotonic() - start, 3)
         report.timings = timings
     return report

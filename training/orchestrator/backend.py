@@ -48,6 +48,9 @@ class SandboxExit:
     report: RunnerReport | None = None
     oom: bool = False
     cancelled: bool = False
+    #: A resource limit ended the sandbox (an ErrorKind value: ``oom``, ``storage_exceeded``);
+    #: it wins over the runner's report (the rollout is not trainable).
+    limit: str | None = None
     error: str | None = None
     timings: dict[str, float] = field(default_factory=dict)
 

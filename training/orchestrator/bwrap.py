@@ -1,14 +1,15 @@
-"""Build a bubblewrap command line for one sandbox (local backend).
+"""Build a bubblewrap command line for one sandbox (local backend, fake kubelet).
 
-The sandbox sees the host's system dirs read-only (``/usr``, ``/etc``, ``/opt``, the
-Python runtime and our package), its own ``/proc``, ``/dev``, ``/tmp``, ``/run``, the
-Harbor paths bound at their absolute locations (``/task`` ro, WORKDIR, ``/logs``,
-``/tests``, ``/solution``), COPY targets of the task's Dockerfile, and a loopback-only
-network (``--unshare-all``) unless it must share the host's. OpenForge's data dir and the
-original task dir are hidden behind empty tmpfs mounts (the agent must not read the
-task's tests from the bank). A mount point that does not exist under a read-only host dir
-is made by "expanding" its nearest existing ancestor: a tmpfs with the host children bound
-back one by one.
+Deny by default (``sandbox_fs``): the sandbox's root is bubblewrap's empty tmpfs with the
+host's read-only system dirs (``/usr``, ``/lib*``, ``/bin``, ``/sbin``, ``/etc`` with its
+secrets covered, a few ``/var`` caches), our runtime (interpreter prefix, venv, tools dir,
+the checkout's ``environments/`` and ``openforge/`` packages with their task dirs hidden),
+its own ``/proc``, ``/dev``, ``/tmp``, ``/run``, ``/var/tmp``, the Harbor paths bound at their
+absolute locations (``/task`` ro, WORKDIR, ``/logs``, ``/tests``, ``/solution``), COPY
+targets of the task's Dockerfile, and a loopback-only network (``--unshare-all``) unless it
+must share the host's. No home dir, data dir, checkout or other rollout is ever bound. A
+mount point that does not exist under a bound read-only dir is made by "expanding" its
+nearest existing ancestor: a tmpfs with the host children bound back one by one.
 """
 
 from __future__ import annotations
@@ -18,8 +19,6 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-#: Host top-level entries never bound into a sandbox.
-SKIP_TOP = {"proc", "dev", "sys", "tmp", "run", "boot", "lost+found", "media", "mnt"}
 #: A dir with more entries than this is not expanded (the mount is reported as unhonoured).
 MAX_EXPAND_ENTRIES = 4000
 
@@ -47,10 +46,8 @@ class BwrapPlan:
     #: uid and gid inside the user namespace (None: root there). It maps to the caller's own
     #: uid outside, so the sandbox reads and writes exactly what it could as root inside.
     uid: int | None = None
-
-
-def _top_entries() -> list[Path]:
-    return [Path("/") / n for n in sorted(os.listdir("/")) if n not in SKIP_TOP]
+    #: Size caps (MiB) of the sandbox's own tmpfs /tmp and /var/tmp (None: the kernel's default).
+    tmp_size_mb: int | None = None
 
 
 def _deepest_existing(dest: PurePosixPath) -> Path:
@@ -58,13 +55,6 @@ def _deepest_existing(dest: PurePosixPath) -> Path:
     while not p.exists() and p != p.parent:
         p = p.parent
     return p
-
-
-def _runtime_paths_under_tmpfs() -> list[str]:
-    """Runtime paths (see ``runtime.runtime_paths``) under the sandbox's fresh /tmp or /run."""
-    from training.orchestrator.runtime import runtime_paths
-
-    return [p for p in runtime_paths() if Path(p).parts[1:2] in (("tmp",), ("run",))]
 
 
 def build_argv(plan: BwrapPlan, *, chdir: str, command: list[str]) -> list[str]:
@@ -78,27 +68,40 @@ def build_argv(plan: BwrapPlan, *, chdir: str, command: list[str]) -> list[str]:
     argv += ["--die-with-parent", "--new-session", "--cap-drop", "ALL", "--hostname", SANDBOX_HOSTNAME]
     if plan.uid is not None:
         argv += ["--uid", str(plan.uid), "--gid", str(plan.uid)]
-    top_bound: set[str] = set()
-    for entry in _top_entries():
-        if entry.is_symlink():
-            argv += ["--symlink", os.readlink(entry), str(entry)]
+    from training.orchestrator.sandbox_fs import etc_secrets, runtime_view, system_binds
+
+    bound: list[str] = []  # host dirs visible read-only (mount points under them need expanding)
+    for b in system_binds():
+        if b.symlink_to is not None:
+            argv += ["--symlink", b.symlink_to, b.path]
         else:
-            argv += ["--ro-bind", str(entry), str(entry)]
-            top_bound.add(str(entry))
-    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run"]
-    # Our own runtime (venv, interpreter, this checkout, harness tools) may live under /tmp
-    # or /run, which the fresh tmpfs mounts above just covered: bind it back, read-only.
-    for path in _runtime_paths_under_tmpfs():
+            argv += ["--ro-bind", b.path, b.path]
+            bound.append(b.path)
+    secret_files, secret_dirs = etc_secrets()
+    for f in secret_files:
+        argv += ["--ro-bind", "/dev/null", f]
+    for d in secret_dirs:
+        argv += ["--tmpfs", d]
+    size = ["--size", str(plan.tmp_size_mb << 20)] if plan.tmp_size_mb else []
+    argv += ["--proc", "/proc", "--dev", "/dev", *size, "--tmpfs", "/tmp", "--tmpfs", "/run", *size, "--tmpfs", "/var/tmp"]
+    view = runtime_view()
+    for path in view.binds:
         argv += ["--ro-bind", path, path]
+        bound.append(path)
+    for hidden in view.hidden:
+        argv += ["--tmpfs", hidden]
+
+    def visible(path: str) -> bool:
+        return any(path == b or path.startswith(b.rstrip("/") + "/") for b in bound)
+
     for hidden in plan.hidden:
-        if Path(hidden).exists():
+        if Path(hidden).exists() and visible(hidden):
             argv += ["--tmpfs", hidden]
     # Which host dirs need expanding so a mount point can be made under them?
     expand: list[Path] = []
     for m in plan.mounts:
         dest = PurePosixPath(m.dest)
-        top = "/" + dest.parts[1] if len(dest.parts) > 1 else "/"
-        if top not in top_bound or Path(dest).exists():
+        if not visible(str(dest)) or Path(dest).exists():
             continue
         anc = _deepest_existing(dest)
         if anc not in expand:
@@ -114,7 +117,11 @@ def build_argv(plan: BwrapPlan, *, chdir: str, command: list[str]) -> list[str]:
             continue
         argv += ["--tmpfs", str(anc)]
         for child in children:
-            if child.is_symlink():
+            if str(child) in secret_files:
+                argv += ["--ro-bind", "/dev/null", str(child)]
+            elif str(child) in secret_dirs or str(child) in view.hidden:
+                argv += ["--tmpfs", str(child)]
+            elif child.is_symlink():
                 argv += ["--symlink", os.readlink(child), str(child)]
             elif child.exists():
                 argv += ["--ro-bind", str(child), str(child)]

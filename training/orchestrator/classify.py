@@ -1,5 +1,7 @@
 """Turn how a sandbox ended into a :class:`RolloutResult` outcome (DESIGN §5).
 
+- a resource limit passed (cgroup OOM kill, docker OOMKilled, the disk watchdog) →
+  ``infra_error/oom`` or ``infra_error/storage_exceeded``, even when the runner reported;
 - a runner report → its status/reward/error_kind (the runner classified the harness);
 - no report: out of memory → ``infra_error/oom``; the runner never got going (exec
   failure, bubblewrap refused) → ``infra_error/start_failed``; otherwise
@@ -33,6 +35,14 @@ def base_result(spec: RolloutSpec, backend: str, handle: SandboxHandle | None) -
 def from_exit(result: RolloutResult, ex: SandboxExit, *, log_tail: str = "") -> RolloutResult:
     """Fill ``result`` from a sandbox exit (in place; returned for chaining)."""
     result.timings.update(ex.timings)
+    if ex.limit is not None or ex.oom:
+        # Past memory_mb / storage_mb: whatever the runner said, the rollout is an infra error.
+        result.status, result.reward = Outcome.infra_error, None
+        result.error_kind = ex.limit or ErrorKind.oom.value
+        result.error = ex.error or "sandbox killed: out of memory"
+        if ex.report is not None:
+            result.timings.update({f"runner_{k}": v for k, v in ex.report.timings.items()})
+        return result
     if ex.report is not None:
         rep = ex.report
         result.status = rep.status

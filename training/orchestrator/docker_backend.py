@@ -48,16 +48,16 @@ from training.orchestrator.images import (
 from training.orchestrator.layout import (
     SandboxDirs,
     copy_tests,
-    hand_over,
     load_and_lay_out,
     remove_sandbox,
 )
 from training.orchestrator.relay import SANDBOX_RELAY_DIR, HostRelays, loopback_target
+from training.orchestrator.limits import DEFAULT_PIDS, Watchdog
+from training.orchestrator.sandbox_fs import runtime_view
 from training.orchestrator.runtime import (
     SANDBOX_HOSTNAME,
     SANDBOX_INIT,
     runner_command,
-    runtime_paths,
     sandbox_env,
     with_relay,
 )
@@ -98,8 +98,15 @@ def docker_unavailable_reason() -> str | None:
 
 
 def runtime_mounts() -> list[str]:
-    """Host paths the runner needs, bind-mounted read-only at the same place."""
-    return runtime_paths()
+    """Host paths the runner needs, bind-mounted read-only at the same place: the deny-by-
+    default runtime view (``sandbox_fs.runtime_view``: interpreter, venv, tools dir, the
+    checkout's runtime packages — never the checkout, its data dir or its task dirs)."""
+    return list(runtime_view().binds)
+
+
+#: Capabilities the container keeps: the runner (root in the container) starts the harness
+#: as the agent uid, kills that uid's processes at agent_done and reads what it left.
+RUNNER_CAPS = ["SETUID", "SETGID", "KILL", "CHOWN", "DAC_OVERRIDE", "FOWNER"]
 
 
 #: Where host binaries the harnesses need (node) are mounted; appended last to PATH so an
@@ -198,9 +205,13 @@ class DockerBackend:
         oracle = spec.harness == "oracle"
         python = self.settings.sandbox_python or sys.executable
         workdir = image.workdir
+        # Root in the container runs the runner, services and verifier; the harness runs as the
+        # agent uid (agent jail ``uid``). As anyone but root on the host, everything runs as us.
+        jail_uid = self.agent_uid if os.getuid() == 0 and self.agent_uid else None
         cmd = runner_command(spec, python=python, task_dir="/task", workspace=workdir, logs_dir="/logs",
                              tests_dir="/tests", solution_dir="/solution" if oracle else None,
-                             agent_timeout=None, verifier_timeout=None)
+                             agent_timeout=None, verifier_timeout=None,
+                             agent_jail="uid" if jail_uid else "none", agent_uid=jail_uid)
         mounts = [
             Mount("/task", str(dirs.task), type="bind", read_only=True),
             Mount("/logs", str(dirs.logs), type="bind"),
@@ -230,17 +241,21 @@ class DockerBackend:
             env_cfg["PATH"] = f"{env_cfg.get('PATH') or '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'}:{RUNTIME_BIN}"
         env = sandbox_env(spec, dockerfile_env=env_cfg, home=env_cfg.get("HOME", "/tmp"))
         env_cfg_res = task.config.environment
-        user = None
-        if self.agent_uid:
+        user, caps = None, []
+        if jail_uid:
+            user, caps = "0:0", RUNNER_CAPS
+        elif self.agent_uid:
             user = f"{self.agent_uid}:{self.agent_uid}"
-            await asyncio.to_thread(hand_over, [dirs.logs, dirs.tests], self.agent_uid)
+            handle.notes.append("agent jail: none (not root on the host: runner and agent share one uid)")
+        tmpfs = {"/tmp": "rw,exec,size=1g", "/run": "rw,size=64m", "/var/tmp": "rw,size=256m"}
+        for hidden in runtime_view().hidden:
+            tmpfs[hidden] = "ro,size=4k"
         kwargs: dict[str, Any] = dict(  # noqa: C408 - reads as the docker run flags
             image=image.tag, command=cmd, name=f"openforge-{spec.rollout_id}", detach=True,
             environment=env, working_dir=workdir, mounts=mounts, network_mode=network,
-            read_only=True, tmpfs={"/tmp": "rw,exec,size=1g", "/run": "rw,size=64m", "/var/tmp": "rw,size=256m"},
-            cap_drop=["ALL"], security_opt=["no-new-privileges"], init=True, user=user, hostname=SANDBOX_HOSTNAME,
+            read_only=True, tmpfs=tmpfs, cap_drop=["ALL"], cap_add=caps, security_opt=["no-new-privileges"], init=True, user=user, hostname=SANDBOX_HOSTNAME,
             mem_limit=f"{int(env_cfg_res.memory_mb)}m", memswap_limit=f"{int(env_cfg_res.memory_mb)}m",
-            nano_cpus=int(env_cfg_res.cpus * 1e9), pids_limit=4096,
+            nano_cpus=int(env_cfg_res.cpus * 1e9), pids_limit=DEFAULT_PIDS,
             labels={LABEL: "1", "openforge.rollout": spec.rollout_id},
         )
         try:
@@ -250,8 +265,28 @@ class DockerBackend:
         except APIError as exc:
             raise SandboxError(f"container start failed: {exc.explanation or exc}", kind=ErrorKind.start_failed) from exc
         handle.timings["start"] = time.monotonic() - t_built
+        await self._watch_storage(handle, container, dirs, int(env_cfg_res.storage_mb))
         handle.timings["start_latency"] = time.monotonic() - t0
         return handle
+
+    async def _watch_storage(self, handle: SandboxHandle, container: Any, dirs: SandboxDirs, storage_mb: int) -> None:
+        """storage_mb: docker cannot cap a volume or a bind, so a watchdog polls the WORKDIR
+        volume's host dir and the logs, and kills the container past the limit."""
+        try:
+            info = await self._call(self.client.api.inspect_container, container.id)
+        except Exception as exc:  # noqa: BLE001 - the container went away already
+            log.debug("inspect %s: %s", handle.rollout_id, exc)
+            return
+        disk = [Path(m["Source"]) for m in info.get("Mounts") or [] if m.get("Type") == "volume" and m.get("Source")]
+
+        def exceeded(kind: str, detail: str) -> None:
+            handle.state["limit"] = (kind, detail)
+            asyncio.get_running_loop().create_task(self.cancel(handle, limit=True))
+
+        watchdog = Watchdog(storage_mb=storage_mb, disk=[*disk, dirs.logs], limits=None, pids_fn=None,
+                            on_exceeded=exceeded)
+        watchdog.start()
+        handle.state["watchdog"] = watchdog
 
     # -- follow ----------------------------------------------------------------------
     async def wait(self, handle: SandboxHandle) -> SandboxExit:
@@ -278,7 +313,9 @@ class DockerBackend:
                 loop.call_soon_threadsafe(queue.put_nowait, _END)
 
         async def agent_done() -> None:
-            await asyncio.to_thread(copy_tests, task_dir, dirs.tests, owner=self.agent_uid or None)
+            # Tests stay ours (root's): the agent uid cannot write them (its processes are gone
+            # by now anyway: the runner emptied the jail before saying agent_done).
+            await asyncio.to_thread(copy_tests, task_dir, dirs.tests)
 
         follower = RunnerFollower(dirs.runner_log, agent_done)
         pump_future = loop.run_in_executor(self._pool, pump)
@@ -301,11 +338,18 @@ class DockerBackend:
         timings = {"run": time.monotonic() - t0}
         if follower.agent_done_at is not None:
             timings["agent"] = follower.agent_done_at - t0
-        return SandboxExit(exit_code=code, report=follower.report, oom=oom,
-                           cancelled=handle.state.get("cancelled", False), error=follower.report_error, timings=timings)
+        watchdog: Watchdog | None = handle.state.pop("watchdog", None)
+        if watchdog is not None:
+            await watchdog.stop()
+        limit, detail = handle.state.get("limit") or (None, None)
+        if limit is None and oom:
+            limit, detail = ErrorKind.oom.value, "container OOMKilled (memory_mb)"
+        return SandboxExit(exit_code=code, report=follower.report, oom=oom, limit=limit,
+                           cancelled=handle.state.get("cancelled", False), error=detail or follower.report_error,
+                           timings=timings)
 
-    async def cancel(self, handle: SandboxHandle) -> None:
-        handle.state["cancelled"] = True
+    async def cancel(self, handle: SandboxHandle, *, limit: bool = False) -> None:
+        handle.state["cancelled"] = not limit
         container = handle.state.get("container")
         if container is not None:
             try:
@@ -318,6 +362,9 @@ class DockerBackend:
         return await asyncio.to_thread(lambda: path.read_text(encoding="utf-8", errors="replace") if path.exists() else "")
 
     async def cleanup(self, handle: SandboxHandle) -> None:
+        watchdog: Watchdog | None = handle.state.pop("watchdog", None)
+        if watchdog is not None:
+            await watchdog.stop()
         container = handle.state.pop("container", None)
         if container is not None:
             try:

@@ -19,6 +19,7 @@ import glob
 import logging
 import os
 import shutil
+import subprocess
 import time
 from pathlib import Path, PurePosixPath
 
@@ -29,6 +30,7 @@ from training.orchestrator.bwrap import BwrapPlan, Mount, build_argv, bwrap_path
 from training.orchestrator.config import get_orchestrator_settings
 from training.orchestrator.dockerfile import DockerfileInfo, parse_dockerfile
 from training.orchestrator.follow import RunnerFollower, stream_lines
+from training.orchestrator.limits import Limits, SandboxCgroup, Watchdog, detect_mode
 from training.orchestrator.layout import (
     SandboxDirs,
     copy_tests,
@@ -51,13 +53,9 @@ SANDBOX_HOME = "/tmp/home"
 
 def _essential_paths() -> list[Path]:
     """Host paths the runner needs inside the sandbox (a WORKDIR must not hide them)."""
-    import sys
+    from training.orchestrator.sandbox_fs import runtime_view
 
-    import environments
-
-    paths = [Path(sys.prefix), Path(sys.base_prefix), Path(environments.__file__).resolve().parent.parent]
-    paths.append(Path(os.environ.get("OPENFORGE_TOOLS_DIR", "/opt/openforge-tools")))
-    return paths
+    return [Path(p) for p in runtime_view().binds]
 
 
 def _stage_copies(info: DockerfileInfo, context: Path, dirs: SandboxDirs, workdir: str) -> list[str]:
@@ -132,6 +130,8 @@ class LocalBackend:
         self._relays: HostRelays | None = None
         self._handles: dict[str, SandboxHandle] = {}
         self._started: set[str] = set()
+        #: How memory/CPU/pids are enforced here (limits.py): v2 | v1 | watchdog.
+        self.limits_mode = detect_mode()
 
     # -- start -----------------------------------------------------------------------
     async def start(self, spec: RolloutSpec) -> SandboxHandle:
@@ -149,7 +149,7 @@ class LocalBackend:
             raise
 
     async def _launch(self, spec, task, dirs, handle, t0):
-        handle.state.update(dirs=dirs, task_dir=task.path, spec=spec)
+        handle.state.update(dirs=dirs, task_dir=task.path, spec=spec, storage_mb=int(task.config.environment.storage_mb))
         info = (
             await asyncio.to_thread(parse_dockerfile, task.dockerfile)
             if task.dockerfile.is_file()
@@ -172,18 +172,43 @@ class LocalBackend:
         handle.notes.extend(f"not honoured: {u}" for u in info.unhonoured)
         for note in handle.notes:
             log.info("rollout %s: %s", spec.rollout_id, note)
+        res = task.config.environment
+        limits = Limits(memory_mb=int(res.memory_mb), cpus=float(res.cpus))
+        cgroup: SandboxCgroup | None = None
+        if self.limits_mode != "watchdog":
+            try:
+                cgroup = await asyncio.to_thread(SandboxCgroup.create, f"openforge-{spec.rollout_id}", limits,
+                                                 self.limits_mode)
+            except OSError as exc:
+                handle.notes.append(f"limits: cgroup {self.limits_mode} unavailable ({exc}); watchdog")
+        handle.state["cgroup"] = cgroup
+        handle.notes.append(f"limits: {cgroup.mode if cgroup else 'watchdog'} (memory {limits.memory_mb} MiB, "
+                            f"cpus {limits.cpus:g}, pids {limits.pids}, storage {res.storage_mb} MiB)")
         t1 = time.monotonic()
         runner_log = dirs.runner_log.open("ab")
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
                 stderr=runner_log, start_new_session=True, limit=1 << 22,
+                preexec_fn=cgroup.enter_fn() if cgroup else None,
             )
-        except OSError as exc:
+        except (OSError, subprocess.SubprocessError) as exc:
             raise SandboxError(f"cannot launch {argv[0]}: {exc}", kind=ErrorKind.start_failed) from exc
         finally:
             runner_log.close()
         handle.state["proc"] = proc
+
+        def exceeded(kind: str, detail: str) -> None:
+            handle.state["limit"] = (kind, detail)
+            kill_tree(proc.pid if proc.returncode is None else None, spec.rollout_id)
+            if cgroup is not None:
+                cgroup.kill()
+
+        watchdog = Watchdog(storage_mb=int(res.storage_mb), disk=[dirs.workspace, dirs.logs, dirs.files, dirs.home],
+                            limits=limits, pids_fn=None if cgroup else (lambda: sandbox_pids(spec.rollout_id)),
+                            on_exceeded=exceeded)
+        watchdog.start()
+        handle.state["watchdog"] = watchdog
         handle.timings["setup"] = t1 - t0
         handle.timings["start_latency"] = time.monotonic() - t0
         return handle
@@ -197,14 +222,11 @@ class LocalBackend:
                 break
         staged = await asyncio.to_thread(_stage_copies, info, task_path / "environment", dirs, workdir)
         uid = get_orchestrator_settings().sandbox_uid
-        plan = BwrapPlan(uid=uid or None)
+        plan = BwrapPlan(uid=uid or None, tmp_size_mb=self._handles[spec.rollout_id].state.get("storage_mb"))
         settings = get_settings()
-        home_dir = settings.home_dir
-        if any(ess == home_dir or home_dir in ess.parents for ess in _essential_paths()):
-            # The data dir holds our own runtime (e.g. OPENFORGE_HOME=repo): hide its parts.
-            plan.hidden = [str(settings.tasks_dir), str(settings.rollouts_dir), str(task_path)]
-        else:
-            plan.hidden = [str(home_dir), str(task_path)]
+        # Deny by default: none of these is bound; should one lie under a bound runtime dir
+        # (OPENFORGE_HOME inside the venv, say) it is covered by an empty tmpfs.
+        plan.hidden = [str(settings.home_dir), str(settings.tasks_dir), str(settings.rollouts_dir), str(task_path)]
         plan.dirs = [SANDBOX_HOME]
         plan.mounts = [
             Mount(dirs.task, "/task"),
@@ -219,6 +241,7 @@ class LocalBackend:
         cmd = runner_command(
             spec, python=python, task_dir="/task", workspace=workdir, logs_dir="/logs", tests_dir="/tests",
             solution_dir="/solution" if oracle else None, agent_timeout=agent_timeout, verifier_timeout=verifier_timeout,
+            agent_jail="userns",
         )
         target = loopback_target(spec.base_url)
         isolation = "bubblewrap"
@@ -255,7 +278,7 @@ class LocalBackend:
         cmd = runner_command(
             spec, python=python, task_dir=str(dirs.task), workspace=str(dirs.workspace), logs_dir=str(dirs.logs),
             tests_dir=str(dirs.tests), solution_dir=str(dirs.solution) if oracle else None,
-            agent_timeout=agent_timeout, verifier_timeout=verifier_timeout,
+            agent_timeout=agent_timeout, verifier_timeout=verifier_timeout, agent_jail="none",
         )
         extra = {
             "OPENFORGE_SANDBOX_ROOT": str(dirs.sandbox),
@@ -287,10 +310,18 @@ class LocalBackend:
         timings = {"run": time.monotonic() - t0}
         if follower.agent_done_at is not None:
             timings["agent"] = follower.agent_done_at - t0
-        oom = code == -9 and not handle.state.get("cancelled", False)
+        watchdog: Watchdog | None = handle.state.get("watchdog")
+        if watchdog is not None:
+            await watchdog.stop()
+        cgroup: SandboxCgroup | None = handle.state.get("cgroup")
+        limit, detail = handle.state.get("limit") or (None, None)
+        if limit is None and cgroup is not None and await asyncio.to_thread(cgroup.oom_kills):
+            limit, detail = ErrorKind.oom.value, f"the sandbox's cgroup hit memory_mb ({cgroup.mode} OOM kill)"
+        killed = code == -9 and not handle.state.get("cancelled", False)
         return SandboxExit(
-            exit_code=code, report=follower.report, oom=False, cancelled=handle.state.get("cancelled", False),
-            error=follower.report_error or ("runner killed by SIGKILL (out of memory?)" if oom else None), timings=timings,
+            exit_code=code, report=follower.report, oom=limit == ErrorKind.oom.value,
+            cancelled=handle.state.get("cancelled", False), limit=limit,
+            error=detail or follower.report_error or ("runner killed by SIGKILL" if killed else None), timings=timings,
         )
 
     async def cancel(self, handle: SandboxHandle) -> None:
@@ -318,6 +349,12 @@ class LocalBackend:
                     await asyncio.wait_for(proc.wait(), 5)
                 except TimeoutError:
                     pass
+        watchdog: Watchdog | None = handle.state.pop("watchdog", None)
+        if watchdog is not None:
+            await watchdog.stop()
+        cgroup: SandboxCgroup | None = handle.state.pop("cgroup", None)
+        if cgroup is not None:
+            await asyncio.to_thread(cgroup.remove)
         dirs: SandboxDirs | None = handle.state.get("dirs")
         if dirs is None:
             dirs = SandboxDirs(Path(handle.root))

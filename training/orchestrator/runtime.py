@@ -59,6 +59,8 @@ def runner_command(
     solution_dir: str | None,
     agent_timeout: float | None,
     verifier_timeout: float | None,
+    agent_jail: str | None = None,
+    agent_uid: int | None = None,
 ) -> list[str]:
     cmd = [python, "-P", "-m", "environments.runner", "--task-dir", task_dir, "--harness", spec.harness,
            "--workspace", workspace, "--logs-dir", logs_dir, "--tests-dir", tests_dir]
@@ -76,6 +78,10 @@ def runner_command(
         cmd += ["--agent-timeout", f"{agent_timeout:g}"]
     if verifier_timeout:
         cmd += ["--verifier-timeout", f"{verifier_timeout:g}"]
+    if agent_jail:
+        cmd += ["--agent-jail", agent_jail]
+    if agent_uid is not None:
+        cmd += ["--agent-uid", str(agent_uid)]
     return cmd
 
 

@@ -442,7 +442,7 @@ class KubernetesBackend:
             raise SandboxError(f"task files of {task.path}: {exc}", kind=ErrorKind.start_failed) from exc
         argv = runner_command(spec, python="python3", task_dir="/task", workspace=image.workdir, logs_dir="/logs",
                               tests_dir="/tests", solution_dir="/solution" if oracle else None,
-                              agent_timeout=None, verifier_timeout=None)
+                              agent_timeout=None, verifier_timeout=None, agent_jail="auto")
         env = dict(spec.env)
         env.update({"OPENFORGE_SANDBOX_ID": spec.rollout_id, "OPENFORGE_MODEL": spec.model})
         if spec.base_url:

@@ -1,0 +1,228 @@
+"""The agent jail: where the harness runs, so the runner can empty it before any of the
+verifier's files exist (issue 14, "a verifier phase the agent cannot reach").
+
+- ``userns`` (local bubblewrap, the fake kubelet): a nested bubblewrap — new user and PID
+  namespace — over the sandbox's own root, with a fresh ``/dev``, ``/tmp``, ``/run``,
+  ``/var/tmp`` and ``HOME``, and the sandbox's ``/proc`` bound read-only (a new procfs
+  cannot be mounted under bubblewrap's covered one; the outer pids are listed there but
+  cannot be signalled from the jail's PID namespace, nor their ``environ``/``mem``/``fd``
+  opened: the jail's user namespace has no ptrace rights over the sandbox's), and the tests dir and ``<logs>/verifier`` covered by
+  throwaway tmpfs mounts. Everything the agent starts (``setsid`` daemons included) lives in
+  that PID namespace: when the jail's bwrap dies, its init dies and the kernel kills the
+  rest. :meth:`Jail.empty` then checks that no process of another PID namespace is left
+  (SIGKILLing stragglers) before the runner says ``agent_done``.
+- ``uid`` (docker): the runner is root in the container with ``CAP_SETUID``/``SETGID``/
+  ``KILL``; the harness runs as ``agent_uid`` with no capabilities. :meth:`Jail.empty` has a
+  child of that uid ``kill(-1, SIGKILL)`` (one atomic sweep: a fork bomb cannot outrun it),
+  checks that no process of the uid is left, and deletes what the uid left in ``/tmp``,
+  ``/var/tmp``, ``/dev/shm``. Tests and ``<logs>/verifier`` stay root's.
+- ``none`` (the plain-process fallback; a pod that can do neither): the harness's process
+  group only. Reported as ``agent_jail = "none"``: nothing keeps a daemon from the verifier.
+
+``auto`` picks ``userns`` when a nested bubblewrap starts here, else ``none``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+JAIL_KINDS = ("auto", "userns", "uid", "none")
+#: How long :meth:`Jail.empty` waits for the agent's processes to be gone.
+EMPTY_TIMEOUT_S = 5.0
+#: Where the agent uid may leave files the verifier could trip over (uid jail).
+SCRATCH_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run")
+_CAP_SETUID = 7
+
+
+class JailError(RuntimeError):
+    """The agent's processes could not be confined or removed (infra_error/start_failed)."""
+
+
+def _own_pid_ns() -> str:
+    return os.readlink("/proc/self/ns/pid")
+
+
+def _pids() -> list[int]:
+    return [int(e.name) for e in os.scandir("/proc") if e.name.isdigit()]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def _has_cap(bit: int) -> bool:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("CapEff:"):
+                return bool(int(line.split()[1], 16) >> bit & 1)
+    except (OSError, ValueError):
+        pass
+    return False
+
+
+def _uid_of(pid: int) -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("Uid:"):
+                return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def userns_available(bwrap: str | None = None) -> bool:
+    """Can a nested bubblewrap (user + PID namespace) start here?"""
+    exe = bwrap or shutil.which("bwrap")
+    if not exe:
+        return False
+    try:
+        proc = subprocess.run([exe, "--unshare-user", "--unshare-pid", "--die-with-parent", "--bind", "/", "/",
+                               "--ro-bind", "/proc", "/proc", "--", "true"], capture_output=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return proc.returncode == 0
+
+
+@dataclass
+class Jail:
+    """One rollout's agent jail (see the module doc)."""
+
+    kind: str
+    agent_uid: int | None = None
+    #: Sandbox paths the agent must not see (tests dir, verifier logs): tmpfs in ``userns``.
+    hidden: list[Path] = field(default_factory=list)
+    bwrap: str | None = None
+
+    # -- spawning -----------------------------------------------------------------------
+    def wrap(self, argv: list[str], *, home: Path, env_home: str | None) -> list[str]:
+        """``argv`` as run inside the jail (``userns``: behind a nested bwrap)."""
+        if self.kind != "userns":
+            return argv
+        jail = [self.bwrap or "bwrap", "--unshare-user", "--unshare-pid", "--die-with-parent", "--new-session",
+                "--bind", "/", "/", "--ro-bind", "/proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run",
+                "--tmpfs", "/var/tmp", "--bind", str(home), str(home)]
+        if env_home and env_home != str(home) and env_home.startswith(("/tmp/", "/run/", "/var/tmp/")):
+            jail += ["--dir", env_home]
+        for path in self.hidden:
+            if path.is_dir():
+                jail += ["--tmpfs", str(path)]
+        return [*jail, "--", *argv]
+
+    @property
+    def user(self) -> int | None:
+        """The uid the harness is started as (``uid`` jail), else None (the runner's own)."""
+        return self.agent_uid if self.kind == "uid" else None
+
+    def hand_over(self, paths: list[Path]) -> None:
+        """Make ``paths`` (recursively) the agent's (``uid`` jail)."""
+        if self.kind != "uid" or self.agent_uid is None:
+            return
+        for path in paths:
+            if not path.exists():
+                continue
+            os.chown(path, self.agent_uid, self.agent_uid)
+            for root, dnames, fnames in os.walk(path):
+                for name in dnames + fnames:
+                    os.chown(os.path.join(root, name), self.agent_uid, self.agent_uid, follow_symlinks=False)
+
+    # -- emptying -----------------------------------------------------------------------
+    def leftovers(self) -> list[int]:
+        """Pids of the agent still alive."""
+        if self.kind == "userns":
+            own = _own_pid_ns()
+            out = []
+            for pid in _pids():
+                try:
+                    if os.readlink(f"/proc/{pid}/ns/pid") != own and _alive(pid):
+                        out.append(pid)
+                except OSError:
+                    continue
+            return out
+        if self.kind == "uid" and self.agent_uid is not None:
+            return [p for p in _pids() if _uid_of(p) == self.agent_uid and _alive(p)]
+        return []
+
+    def _sweep_uid(self) -> None:
+        assert self.agent_uid is not None
+        code = "import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept ProcessLookupError:\n    pass\n"
+        subprocess.run([sys.executable, "-S", "-c", code], user=self.agent_uid, group=self.agent_uid,
+                       extra_groups=[], env={}, timeout=10, check=False)
+
+    def _remove_scratch(self) -> None:
+        assert self.agent_uid is not None
+        for top in SCRATCH_DIRS:
+            try:
+                entries = list(os.scandir(top))
+            except OSError:
+                continue
+            for entry in entries:
+                try:
+                    if entry.stat(follow_symlinks=False).st_uid != self.agent_uid:
+                        continue
+                    if entry.is_dir(follow_symlinks=False):
+                        shutil.rmtree(entry.path, ignore_errors=True)
+                    else:
+                        os.unlink(entry.path)
+                except OSError:
+                    continue
+
+    def empty_sync(self, timeout: float = EMPTY_TIMEOUT_S) -> int:
+        """Kill every process the agent left; returns how many were found. Raises
+        :class:`JailError` when some survive ``timeout``."""
+        if self.kind in ("none", "auto"):
+            return 0
+        if self.kind == "uid":
+            self._sweep_uid()
+        found = 0
+        deadline = time.monotonic() + timeout
+        while left := self.leftovers():
+            found = max(found, len(left))
+            if time.monotonic() > deadline:
+                raise JailError(f"{len(left)} agent process(es) survived the end of the agent phase: {left[:10]}")
+            for pid in left:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            if self.kind == "uid":
+                self._sweep_uid()
+            time.sleep(0.02)
+        if self.kind == "uid":
+            self._remove_scratch()
+        return found
+
+    async def empty(self, timeout: float = EMPTY_TIMEOUT_S) -> int:
+        return await asyncio.to_thread(self.empty_sync, timeout)
+
+
+def choose_jail(requested: str, *, agent_uid: int | None, hidden: list[Path]) -> Jail:
+    """The jail for ``requested`` (one of :data:`JAIL_KINDS`); raises :class:`JailError`
+    when an explicit kind cannot work here."""
+    bwrap = shutil.which("bwrap")
+    if requested == "auto":
+        requested = "userns" if userns_available(bwrap) else "none"
+        if requested == "none":
+            log.warning("agent jail: no nested bubblewrap here; the agent's processes are not confined")
+    if requested == "userns" and not bwrap:
+        raise JailError("agent jail 'userns' needs bwrap inside the sandbox")
+    if requested == "uid":
+        if os.geteuid() != 0 or not _has_cap(_CAP_SETUID):
+            raise JailError("agent jail 'uid' needs the runner to be root with CAP_SETUID")
+        if not agent_uid:
+            raise JailError("agent jail 'uid' needs a nonzero --agent-uid")
+    return Jail(kind=requested, agent_uid=agent_uid, hidden=hidden, bwrap=bwrap)
