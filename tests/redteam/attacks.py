@@ -278,7 +278,9 @@ def judge(attack: Attack, ctx: Context, result: RolloutResult, *, proxy_rows: di
     if "CONNECTED" in found:
         return fail("reached the network: " + found[:120])
     if attack.expect != "reward0":
-        if result.status != Outcome.infra_error or result.error_kind != attack.expect:
+        # a kubelet evicts a pod past its ephemeral-storage limit: the same attack, its own class
+        allowed = {attack.expect, ErrorKind.evicted.value} if attack.expect == "storage_exceeded" else {attack.expect}
+        if result.status != Outcome.infra_error or result.error_kind not in allowed:
             return fail(f"expected infra_error/{attack.expect}, got {outcome}")
     elif result.status not in (Outcome.ok, Outcome.policy_error, Outcome.infra_error):
         return fail(f"unexpected outcome {outcome}")

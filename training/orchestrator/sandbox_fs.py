@@ -10,7 +10,8 @@ backend's runtime binds, the fake kubelet):
   orchestrator, so "read-only" is not "unreadable": whatever is bound can be read.
 - :func:`runtime_view` — our own runtime: the interpreter prefix, the virtualenv, the
   harness tools dir, and of this checkout only the packages the runner imports
-  (``environments/``, ``openforge/``) and ``sandbox_init.py`` — never the checkout itself,
+  (``environments/``, ``openforge/``) and the two files run by path (``sandbox_init.py``,
+  ``kubernetes/pod_entry.py``) — never the checkout itself,
   its data dir, ``tests/``, ``synthesis/`` or ``bench/``. Task dirs inside those packages
   (any dir holding a ``task.toml``, e.g. the claw examples with their ``solution/`` and
   ``tests/``) are hidden behind empty tmpfs mounts.
@@ -43,8 +44,8 @@ ETC_SECRETS = (
 )
 #: Top-level packages of this checkout the runner, harnesses, services and oracles import.
 RUNTIME_PACKAGES = ("environments", "openforge")
-#: The in-sandbox init, run by path.
-SANDBOX_INIT_REL = "training/orchestrator/sandbox_init.py"
+#: Files of the checkout run by path inside sandboxes (stdlib only): the relay init, the pod entry.
+RUNTIME_FILES = ("training/orchestrator/sandbox_init.py", "training/orchestrator/kubernetes/pod_entry.py")
 
 
 @dataclass(frozen=True)
@@ -112,11 +113,10 @@ def _view(repo_root: str, prefix: str, base_prefix: str, tools: str) -> RuntimeV
     if Path(tools).is_dir():
         paths.append(Path(tools))
     pkgs = [repo / name for name in RUNTIME_PACKAGES if (repo / name).is_dir()]
-    init = repo / SANDBOX_INIT_REL
     binds = [p for p in _outermost(paths) if not _system_covered(p)]
     # The checkout's packages: unless an outer bind already covers them (the venv never
     # holds the checkout; a checkout *inside* the prefix would be odd but is handled).
-    for extra in [*pkgs, init]:
+    for extra in [*pkgs, *(repo / f for f in RUNTIME_FILES)]:
         if extra.exists() and not any(b == extra or b in extra.parents for b in binds):
             binds.append(extra)
     hidden: list[str] = []

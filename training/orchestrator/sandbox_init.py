@@ -2,10 +2,12 @@
 
 Run by path (stdlib only, so it starts fast and imports nothing of ours)::
 
-    python -P sandbox_init.py --listen 127.0.0.1:PORT --unix /run/openforge/PORT.sock -- CMD...
+    python -P sandbox_init.py --listen 127.0.0.1:PORT --unix /run/openforge/PORT.sock [--listen ... --unix ...] -- CMD...
 
-The listening socket is bound before the fork, so the port is ready when CMD starts. The
-relay child dies with its parent (PR_SET_PDEATHSIG) and with the sandbox's PID namespace.
+Each ``--listen``/``--unix`` pair is one relay (the fake kubelet relays the proxy and the
+control endpoint of a pod). The listening sockets are bound before the fork, so the ports
+are ready when CMD starts. The relay child dies with its parent (PR_SET_PDEATHSIG) and with
+the sandbox's PID namespace.
 """
 
 from __future__ import annotations
@@ -33,6 +35,10 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
             pass
 
 
+async def _serve_all(pairs: list[tuple[socket.socket, str]]) -> None:
+    await asyncio.gather(*(_serve(sock, path) for sock, path in pairs))
+
+
 async def _serve(sock: socket.socket, unix_path: str) -> None:
     async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
         try:
@@ -57,14 +63,20 @@ def main(argv: list[str]) -> int:
         return 2
     split = argv.index("--")
     opts, cmd = argv[:split], argv[split + 1 :]
-    listen = opts[opts.index("--listen") + 1]
-    unix_path = opts[opts.index("--unix") + 1]
-    host, _, port = listen.rpartition(":")
-    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host.strip("[]"), int(port)))
-    sock.listen(128)
+    listens = [opts[i + 1] for i, o in enumerate(opts) if o == "--listen"]
+    unixes = [opts[i + 1] for i, o in enumerate(opts) if o == "--unix"]
+    if not listens or len(listens) != len(unixes):
+        sys.stderr.write("sandbox_init: each --listen needs its --unix\n")
+        return 2
+    pairs: list[tuple[socket.socket, str]] = []
+    for listen, unix_path in zip(listens, unixes):
+        host, _, port = listen.rpartition(":")
+        family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host.strip("[]"), int(port)))
+        sock.listen(128)
+        pairs.append((sock, unix_path))
     pid = os.fork()
     if pid == 0:
         try:
@@ -75,10 +87,11 @@ def main(argv: list[str]) -> int:
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)
         try:
-            asyncio.run(_serve(sock, unix_path))
+            asyncio.run(_serve_all(pairs))
         finally:
             os._exit(0)
-    sock.close()
+    for sock, _ in pairs:
+        sock.close()
     os.execvp(cmd[0], cmd)
     return 127  # not reached
 

@@ -88,6 +88,8 @@ class ExecResult:
     oom: bool = False
     reason: str | None = None
     message: str | None = None
+    #: A pod-level end the executor decided (``Evicted``: past its ephemeral-storage limit).
+    pod_reason: str | None = None
 
 
 Executor = Callable[[dict[str, Any], Callable[[str], None]], Awaitable[ExecResult]]
@@ -688,7 +690,10 @@ class SimulatedKubelet:
         return pod
 
     def _set_terminated(self, run: PodRun, result: ExecResult) -> None:
-        if result.oom:
+        if result.pod_reason:
+            self._terminate(run, exit_code=result.exit_code, reason="Error", phase="Failed",
+                            pod_reason=result.pod_reason, message=result.message)
+        elif result.oom:
             self._terminate(run, exit_code=137, reason=result.reason or "OOMKilled", phase="Failed",
                             container_message=result.message)
         elif result.exit_code == 0:

@@ -16,7 +16,14 @@ What it translates from the pod spec:
   are bubblewrap's own tmpfs);
 - **env** → ``value``s, ``secretKeyRef`` read from the fake's store (``secrets``),
   ``fieldRef: metadata.name``;
-- the pod network → the host's (``--share-net``; NetworkPolicies are not enforced here).
+- the pod network → the host's (``--share-net``) when no NetworkPolicy selects the pod;
+  with one (the backend's per-run policy), a loopback-only network plus a unix-socket relay
+  (``sandbox_init.py``) to each loopback ``ipBlock``/port the policy allows — the proxy and
+  the control endpoint — as a CNI enforcing the policy would (``policies`` lookup);
+- **limits** → what a kubelet enforces: the container's ``limits.memory``/``cpu`` and a pod
+  pids limit (1024) in a cgroup (``training.orchestrator.limits``; an OOM kill →
+  ``OOMKilled``), and ``limits.ephemeral-storage`` polled over the pod's volumes (past it
+  the pod is ``Evicted``, as a kubelet evicts it).
 
 Stdout and stderr go to the pod log line by line. Cancellation (deadline, deletion,
 injected failure) sends SIGTERM to the process group, SIGKILL after the pod's
@@ -27,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import logging
 import os
 import shutil
@@ -38,11 +46,14 @@ from typing import Any
 
 from openforge.settings import get_settings
 from tests.fakes.k8s.kubelet import ExecResult
+from tests.fakes.k8s.quantity import parse_quantity
 from training.orchestrator.bwrap import BwrapPlan, Mount, build_argv, bwrap_path
+from training.orchestrator.limits import Limits, SandboxCgroup, Watchdog, detect_mode
+from training.orchestrator.relay import SANDBOX_RELAY_DIR, HostRelays
 from training.orchestrator.dockerfile import DockerfileInfo, parse_dockerfile
 from training.orchestrator.layout import SandboxDirs, remove_sandbox
 from training.orchestrator.local import _essential_paths, _stage_copies, _staged_mounts
-from training.orchestrator.runtime import BASE_PATH, REPO_ROOT, sandbox_python
+from training.orchestrator.runtime import BASE_PATH, REPO_ROOT, SANDBOX_INIT, sandbox_python
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +61,31 @@ log = logging.getLogger(__name__)
 TMPFS_MOUNTS = ("/tmp", "/run")
 
 SecretLookup = Callable[[str, str], dict[str, Any] | None]
+PolicyLookup = Callable[[str], list[dict[str, Any]]]
+LOOPBACK_CIDRS = ("127.0.0.1/32", "127.0.0.0/8", "::1/128")
+
+
+def _egress_ports(pod: dict[str, Any], policies: list[dict[str, Any]]) -> tuple[bool, list[int]]:
+    """(some policy selects the pod, loopback TCP ports its egress allows)."""
+    labels = pod["metadata"].get("labels") or {}
+    selected, ports = False, set()
+    for pol in policies:
+        match = ((pol.get("spec") or {}).get("podSelector") or {}).get("matchLabels") or {}
+        if not all(labels.get(k) == v for k, v in match.items()):
+            continue
+        selected = True
+        for rule in pol["spec"].get("egress") or []:
+            if any((t.get("ipBlock") or {}).get("cidr") in LOOPBACK_CIDRS for t in rule.get("to") or []):
+                ports |= {int(p["port"]) for p in rule.get("ports") or [] if p.get("protocol", "TCP") == "TCP"}
+    return selected, sorted(ports)
+
+
+def _limits(container: dict[str, Any]) -> tuple[Limits, int | None]:
+    lim = (container.get("resources") or {}).get("limits") or {}
+    mem = int(parse_quantity(lim["memory"]) / (1 << 20)) if "memory" in lim else 2048
+    cpus = float(parse_quantity(lim["cpu"])) if "cpu" in lim else 1.0
+    storage = int(parse_quantity(lim["ephemeral-storage"]) / (1 << 20)) if "ephemeral-storage" in lim else None
+    return Limits(memory_mb=mem, cpus=cpus), storage
 
 
 def _secret_value(secret: dict[str, Any] | None, key: str) -> str | None:
@@ -64,12 +100,16 @@ def _secret_value(secret: dict[str, Any] | None, key: str) -> str | None:
 class LocalPodExecutor:
     """``executor(pod, log) -> ExecResult`` for :class:`SimulatedKubelet` (see the module doc)."""
 
-    def __init__(self, images: dict[str, Path], *, secrets: SecretLookup, runtime_dir: str = "/opt/openforge",
+    def __init__(self, images: dict[str, Path], *, secrets: SecretLookup, policies: PolicyLookup | None = None,
+                 runtime_dir: str = "/opt/openforge",
                  runtime_python: str = "/opt/openforge/python/bin/python3", work_root: Path | None = None) -> None:
         if not bwrap_path():
             raise RuntimeError("LocalPodExecutor needs bubblewrap (apt-get install -y bubblewrap)")
         self.images = dict(images)
         self.secrets = secrets
+        self.policies = policies
+        self.limits_mode = detect_mode()
+        self._relays: HostRelays | None = None
         self.runtime_dir = runtime_dir.rstrip("/")
         self.runtime_python = runtime_python
         self.work_root = work_root or Path(tempfile.gettempdir())
@@ -133,7 +173,8 @@ class LocalPodExecutor:
                     vol_dirs[name].mkdir(parents=True)
             # The container runs as its securityContext says (container over pod), as a kubelet does.
             run_as = {**(pod["spec"].get("securityContext") or {}), **(container.get("securityContext") or {})}
-            plan = BwrapPlan(share_net=True, uid=run_as.get("runAsUser") or None)
+            selected, ports = _egress_ports(pod, self.policies(pod["metadata"]["namespace"]) if self.policies else [])
+            plan = BwrapPlan(share_net=not selected, uid=run_as.get("runAsUser") or None)
             workdir_volume = next((m["name"] for m in container.get("volumeMounts") or []
                                    if m["mountPath"].rstrip("/") == workdir.rstrip("/")), None)
             if workdir_volume is not None:
@@ -161,17 +202,51 @@ class LocalPodExecutor:
             env = self._env(pod, container, image_env)
             plan.dirs = [env.get("HOME", "/tmp/home")] if env.get("HOME", "").startswith("/tmp/") else []
             command = [self._host_value(a) for a in (container.get("command") or []) + (container.get("args") or [])]
+            if selected and ports:
+                if self._relays is None:
+                    self._relays = HostRelays()
+                relay = [sandbox_python(), "-P", str(SANDBOX_INIT)]
+                for port in ports:
+                    sock = await self._relays.ensure("127.0.0.1", port)
+                    relay += ["--listen", f"127.0.0.1:{port}", "--unix", f"{SANDBOX_RELAY_DIR}/{sock.name}"]
+                plan.mounts.append(Mount(self._relays.dir, SANDBOX_RELAY_DIR))
+                command = [*relay, "--", *command]
+            limits, storage_mb = _limits(container)
+            cgroup = None
+            if self.limits_mode != "watchdog":
+                cgroup = await asyncio.to_thread(SandboxCgroup.create, f"fake-kubelet-{root.name}", limits,
+                                                 self.limits_mode)
             argv = build_argv(plan, chdir=workdir, command=command)
             proc = await asyncio.create_subprocess_exec(*argv, env=env, stdin=asyncio.subprocess.DEVNULL,
                                                         stdout=asyncio.subprocess.PIPE,
                                                         stderr=asyncio.subprocess.STDOUT, start_new_session=True,
-                                                        limit=1 << 22)
-            assert proc.stdout is not None
-            while raw := await proc.stdout.readline():
-                if not self.drop_logs:
-                    log_line(raw.decode("utf-8", errors="replace").rstrip("\n"))
-            code = await proc.wait()
-            return ExecResult(exit_code=code if code >= 0 else 128 - code)
+                                                        limit=1 << 22, preexec_fn=cgroup.enter_fn() if cgroup else None)
+            evicted: list[str] = []
+
+            def evict(_kind: str, detail: str) -> None:
+                evicted.append(f"Pod ephemeral local storage usage exceeds the total limit of containers ({detail})")
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                if cgroup is not None:
+                    cgroup.kill()
+
+            watchdog = Watchdog(storage_mb=storage_mb, disk=[root / "volumes"], limits=None, pids_fn=None,
+                                on_exceeded=evict)
+            watchdog.start()
+            try:
+                assert proc.stdout is not None
+                while raw := await proc.stdout.readline():
+                    if not self.drop_logs:
+                        log_line(raw.decode("utf-8", errors="replace").rstrip("\n"))
+                code = await proc.wait()
+            finally:
+                await watchdog.stop()
+                oom = bool(cgroup is not None and await asyncio.to_thread(cgroup.oom_kills))
+                if cgroup is not None:
+                    await asyncio.to_thread(cgroup.remove)
+            if evicted:
+                return ExecResult(exit_code=137, pod_reason="Evicted", message=evicted[0])
+            return ExecResult(exit_code=code if code >= 0 else 128 - code, oom=oom)
         except asyncio.CancelledError:
             if proc is not None and proc.returncode is None:
                 await self._stop(proc, int(pod["spec"].get("terminationGracePeriodSeconds") or 5))

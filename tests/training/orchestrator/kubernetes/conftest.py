@@ -56,7 +56,10 @@ def cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Any:
     holder: dict[str, Any] = {}
     work = tmp_path / "node"
     work.mkdir()
+    from tests.fakes.k8s.resources import BY_KIND
+
     executor = LocalPodExecutor({}, secrets=lambda ns, name: holder["api"].store.peek(SECRETS, ns, name),
+                                policies=lambda ns: list(holder["api"].store.iter(BY_KIND["NetworkPolicy"], ns)),
                                 work_root=work)
     api = FakeKubeAPI(kubelet=SimulatedKubelet(executor=executor), **getattr(request, "param", {})).start()
     holder["api"] = api
