@@ -30,7 +30,7 @@ class RunnerOptions:
     agent_timeout: float | None = None  # None: task.toml [agent] timeout_sec
     verifier_timeout: float | None = None  # None: task.toml [verifier] timeout_sec
     service_timeout: float = 60.0
-    agent_jail: str = "auto"  # environments/runner/jail.py: auto | userns | uid | none
+    agent_jail: str = "none"  # environments/runner/jail.py: auto | userns | uid | none (backends choose)
     agent_uid: int | None = None  # the harness's uid in a ``uid`` jail
 
 
@@ -57,7 +57,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--agent-timeout", type=float)
     p.add_argument("--verifier-timeout", type=float)
     p.add_argument("--service-timeout", type=float, default=60.0)
-    p.add_argument("--agent-jail", choices=("auto", "userns", "uid", "none"), default="auto",
+    p.add_argument("--agent-jail", choices=("auto", "userns", "uid", "none"), default="none",
                    help="where the harness runs (environments/runner/jail.py)")
     p.add_argument("--agent-uid", type=int, help="the harness's uid with --agent-jail uid")
     return p

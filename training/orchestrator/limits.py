@@ -1,7 +1,7 @@
 """Resource limits of a local sandbox: memory (no swap), CPU, pids (issue 14).
 
 Where the host offers them, one cgroup per rollout, entered by the sandbox's first process
-before it execs bubblewrap (so every process of the sandbox is in it):
+(a ``/bin/sh`` wrapper) before it execs bubblewrap (so every process of the sandbox is in it):
 
 - **cgroup v2**: a child of this process's own cgroup when that cgroup delegates the
   ``memory`` and ``pids`` controllers (``cgroup.subtree_control``); ``memory.max``,
@@ -29,6 +29,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import shlex
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -91,7 +92,7 @@ def _write(path: Path, value: str) -> bool:
 
 @dataclass
 class SandboxCgroup:
-    """The cgroup(s) of one sandbox; ``enter_fn()`` is the child's pre-exec hook."""
+    """The cgroup(s) of one sandbox; :meth:`wrap` puts a command into them."""
 
     name: str
     mode: str
@@ -125,20 +126,13 @@ class SandboxCgroup:
             _write(c / "cpu.cfs_quota_us", str(max(1000, int(limits.cpus * 100_000))))
         return cg
 
-    def enter_fn(self) -> Callable[[], None]:
-        """Runs in the forked child before exec: move it into every hierarchy."""
-        procs = [str(d / "cgroup.procs") for d in self.dirs]
-
-        def enter() -> None:  # pragma: no cover - runs in the child
-            pid = str(os.getpid()).encode()
-            for p in procs:
-                fd = os.open(p, os.O_WRONLY)
-                try:
-                    os.write(fd, pid)
-                finally:
-                    os.close(fd)
-
-        return enter
+    def wrap(self, argv: list[str]) -> list[str]:
+        """``argv`` behind a ``/bin/sh`` that moves itself into every hierarchy, then execs it
+        (no ``preexec_fn``: that would make Python fork instead of vfork its large process)."""
+        if not self.dirs:
+            return argv
+        moves = " && ".join(f"echo $$ > {shlex.quote(str(d / 'cgroup.procs'))}" for d in self.dirs)
+        return ["/bin/sh", "-c", f'{moves} && exec "$@" || exit 126', "sandbox-cgroup", *argv]
 
     def oom_kills(self) -> int:
         try:

@@ -217,10 +217,12 @@ class LocalPodExecutor:
                 cgroup = await asyncio.to_thread(SandboxCgroup.create, f"fake-kubelet-{root.name}", limits,
                                                  self.limits_mode)
             argv = build_argv(plan, chdir=workdir, command=command)
+            if cgroup is not None:
+                argv = cgroup.wrap(argv)
             proc = await asyncio.create_subprocess_exec(*argv, env=env, stdin=asyncio.subprocess.DEVNULL,
                                                         stdout=asyncio.subprocess.PIPE,
                                                         stderr=asyncio.subprocess.STDOUT, start_new_session=True,
-                                                        limit=1 << 22, preexec_fn=cgroup.enter_fn() if cgroup else None)
+                                                        limit=1 << 22)
             evicted: list[str] = []
 
             def evict(_kind: str, detail: str) -> None:
