@@ -42,7 +42,10 @@ async def _local(tasks: Path, ctx: Any, proxy: Any, db: Any, attacks: list) -> l
 
 
 async def _docker(tasks: Path, ctx: Any, proxy: Any, db: Any, attacks: list) -> list[Verdict]:
-    from training.orchestrator.docker_backend import DockerBackend, docker_unavailable_reason
+    from training.orchestrator.docker_backend import (
+        DockerBackend,
+        docker_unavailable_reason,
+    )
 
     reason = docker_unavailable_reason()
     if reason:
@@ -56,6 +59,7 @@ async def _docker(tasks: Path, ctx: Any, proxy: Any, db: Any, attacks: list) -> 
 
 
 async def _kubernetes(tasks: Path, ctx: Any, proxy: Any, db: Any, attacks: list) -> list[Verdict]:
+    from environments.taskdir import load_task
     from tests.fakes.k8s import FakeKubeAPI, SimulatedKubelet
     from tests.fakes.k8s.kubelet import SECRETS
     from tests.fakes.k8s.local_executor import LocalPodExecutor
@@ -63,8 +67,6 @@ async def _kubernetes(tasks: Path, ctx: Any, proxy: Any, db: Any, attacks: list)
     from tests.fakes.k8s.store import NAMESPACES
     from training.orchestrator.kubernetes import KubernetesBackend
     from training.orchestrator.kubernetes.images import ContentImages
-
-    from environments.taskdir import load_task
 
     ns, registry = "openforge-redteam", "registry.test:5000"
     holder: dict[str, Any] = {}

@@ -19,7 +19,9 @@ verifier's files exist (issue 14, "a verifier phase the agent cannot reach").
 - ``none`` (the plain-process fallback; a pod that can do neither): the harness's process
   group only. Reported as ``agent_jail = "none"``: nothing keeps a daemon from the verifier.
 
-``auto`` picks ``userns`` when a nested bubblewrap starts here, else ``none``.
+``auto`` (the Kubernetes backend) picks ``userns`` when a nested bubblewrap starts here, else
+``none``; the local backend asks for ``userns``, docker for ``uid``; the runner's default is
+``none`` (run by hand, outside any sandbox).
 """
 
 from __future__ import annotations
@@ -92,7 +94,8 @@ def userns_available(bwrap: str | None = None) -> bool:
         return False
     try:
         proc = subprocess.run([exe, "--unshare-user", "--unshare-pid", "--die-with-parent", "--bind", "/", "/",
-                               "--ro-bind", "/proc", "/proc", "--", "true"], capture_output=True, timeout=10)
+                               "--ro-bind", "/proc", "/proc", "--", "true"], capture_output=True, timeout=10,
+                              check=False)
     except (OSError, subprocess.TimeoutExpired):
         return False
     return proc.returncode == 0

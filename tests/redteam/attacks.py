@@ -15,7 +15,7 @@ Used by ``tests/redteam/test_redteam.py`` (all backends, CI) and ``bench/redteam
 
 from __future__ import annotations
 
-import json
+import logging
 import os
 import secrets
 import shlex
@@ -31,6 +31,8 @@ from typing import Any
 from environments.records import ErrorKind, Outcome, RolloutResult, RolloutSpec
 from environments.taskdir import TaskConfig, TaskSection, write_task
 from training.orchestrator.runtime import REPO_ROOT
+
+log = logging.getLogger(__name__)
 
 TEST_SH = """#!/usr/bin/env bash
 # CANARY_TESTS {canary}
@@ -123,7 +125,7 @@ ATTACKS: list[Attack] = [
     Attack("kill-runner", "kill every other process (the runner, the verifier-to-be)",
            lambda c: "kill -9 -1 2>/dev/null; for p in /proc/[0-9]*; do kill -9 ${p#/proc/} 2>/dev/null; done; true"),
     Attack("memory-hog", f"allocate 4x memory_mb ({MEMORY_MB} MiB)",
-           lambda c: _py(c, "import time\nb=[]\nfor i in range(%d):\n    b.append(bytearray(16<<20))\n"
+           lambda c: _py(c, "import time\nb=[]\nfor i in range(%d):\n    b.append(bytearray(16<<20))\n"  # noqa: UP031
                             "    time.sleep(0.005)\ntime.sleep(30)" % (4 * MEMORY_MB // 16)),
            expect=ErrorKind.oom.value, resources={"memory_mb": MEMORY_MB}),
     Attack("disk-hog", f"write 4x storage_mb ({STORAGE_MB} MiB) into the workspace",
@@ -133,7 +135,7 @@ ATTACKS: list[Attack] = [
            lambda c: f"for i in $(seq {PIDS_LIMIT + 500}); do sleep 30 & done 2>/dev/null; "
                      f"ls -d /proc/[0-9]* | wc -l > {FOUND}.count; sleep 1"),
     Attack("reach-host-loopback", "connect to a host-loopback service (and the internet)",
-           lambda c: _py(c, "import socket\nout=[]\nfor host, port in (('127.0.0.1', %d), ('1.1.1.1', 80), "
+           lambda c: _py(c, "import socket\nout=[]\nfor host, port in (('127.0.0.1', %d), ('1.1.1.1', 80), "  # noqa: UP031
                             "('8.8.8.8', 53)):\n    try:\n        s=socket.create_connection((host, port), 2)\n"
                             "        out.append('CONNECTED %%s %%s %%r' %% (host, port, s.recv(100)))\n"
                             "    except OSError as e:\n        out.append('refused %%s %%s' %% (host, e))\n"
@@ -330,8 +332,8 @@ async def run_attacks(backend: Any, tasks_root: Path, ctx: Context, *, attacks: 
         for rid in [r.rollout_id for r in results] + [ctx.other_rollout_id]:
             try:
                 rows[rid] = await proxy.get(rid)
-            except Exception:  # noqa: BLE001 - a missing row is judged as missing
-                pass
+            except Exception as exc:  # noqa: BLE001 - a missing row is judged as missing
+                log.info("no proxy row for %s: %s", rid, exc)
     by_attack = {}
     for r in results:
         attack = specs.get(r.rollout_id) or next(a for a in chosen if r.task_id == f"redteam-{a.name}")

@@ -34,4 +34,4 @@ async def redteam_proxy(sqlite_url: str) -> AsyncIterator[Any]:
 
 
 # The fake cluster of the kubernetes tests (its kubelet runs pods through bubblewrap).
-from tests.training.orchestrator.kubernetes.conftest import cluster, k8s_backend  # noqa: E402, F401
+from tests.training.orchestrator.kubernetes.conftest import cluster, k8s_backend  # noqa: F401

@@ -38,7 +38,10 @@ async def test_no_attack_succeeds_on_local(tmp_path: Path, redteam_ctx: Context,
 @pytest.mark.docker
 async def test_no_attack_succeeds_on_docker(tmp_path: Path, redteam_ctx: Context, redteam_proxy, db_engine) -> None:
     from tests.training.orchestrator.conftest import skip_because
-    from training.orchestrator.docker_backend import DockerBackend, docker_unavailable_reason
+    from training.orchestrator.docker_backend import (
+        DockerBackend,
+        docker_unavailable_reason,
+    )
 
     reason = docker_unavailable_reason()
     if reason:

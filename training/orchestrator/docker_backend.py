@@ -51,9 +51,8 @@ from training.orchestrator.layout import (
     load_and_lay_out,
     remove_sandbox,
 )
-from training.orchestrator.relay import SANDBOX_RELAY_DIR, HostRelays, loopback_target
 from training.orchestrator.limits import DEFAULT_PIDS, Watchdog
-from training.orchestrator.sandbox_fs import runtime_view
+from training.orchestrator.relay import SANDBOX_RELAY_DIR, HostRelays, loopback_target
 from training.orchestrator.runtime import (
     SANDBOX_HOSTNAME,
     SANDBOX_INIT,
@@ -61,6 +60,7 @@ from training.orchestrator.runtime import (
     sandbox_env,
     with_relay,
 )
+from training.orchestrator.sandbox_fs import runtime_view
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import glob
 import logging
-import os
 import shutil
 import subprocess
 import time
@@ -30,13 +29,13 @@ from training.orchestrator.bwrap import BwrapPlan, Mount, build_argv, bwrap_path
 from training.orchestrator.config import get_orchestrator_settings
 from training.orchestrator.dockerfile import DockerfileInfo, parse_dockerfile
 from training.orchestrator.follow import RunnerFollower, stream_lines
-from training.orchestrator.limits import Limits, SandboxCgroup, Watchdog, detect_mode
 from training.orchestrator.layout import (
     SandboxDirs,
     copy_tests,
     load_and_lay_out,
     remove_sandbox,
 )
+from training.orchestrator.limits import Limits, SandboxCgroup, Watchdog, detect_mode
 from training.orchestrator.procs import all_sandbox_ids, kill_tree, sandbox_pids
 from training.orchestrator.relay import SANDBOX_RELAY_DIR, HostRelays, loopback_target
 from training.orchestrator.runtime import (

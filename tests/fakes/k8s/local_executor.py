@@ -48,12 +48,17 @@ from openforge.settings import get_settings
 from tests.fakes.k8s.kubelet import ExecResult
 from tests.fakes.k8s.quantity import parse_quantity
 from training.orchestrator.bwrap import BwrapPlan, Mount, build_argv, bwrap_path
-from training.orchestrator.limits import Limits, SandboxCgroup, Watchdog, detect_mode
-from training.orchestrator.relay import SANDBOX_RELAY_DIR, HostRelays
 from training.orchestrator.dockerfile import DockerfileInfo, parse_dockerfile
 from training.orchestrator.layout import SandboxDirs, remove_sandbox
+from training.orchestrator.limits import Limits, SandboxCgroup, Watchdog, detect_mode
 from training.orchestrator.local import _essential_paths, _stage_copies, _staged_mounts
-from training.orchestrator.runtime import BASE_PATH, REPO_ROOT, SANDBOX_INIT, sandbox_python
+from training.orchestrator.relay import SANDBOX_RELAY_DIR, HostRelays
+from training.orchestrator.runtime import (
+    BASE_PATH,
+    REPO_ROOT,
+    SANDBOX_INIT,
+    sandbox_python,
+)
 
 log = logging.getLogger(__name__)
 
