@@ -8,6 +8,7 @@ Timings (seconds): ``services`` (start + health), ``agent``, ``wait_tests``, ``v
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import shutil
@@ -30,6 +31,7 @@ from environments.harnesses import (
 )
 from environments.harnesses.base import load_tools_file, package_root
 from environments.records import ErrorKind, Outcome, RunnerReport
+from environments.runner.artifacts import hand_over_artifacts
 from environments.runner.classify import classify_exit
 from environments.runner.finish import post_agent_done
 from environments.runner.jail import Jail, JailError, choose_jail
@@ -205,6 +207,12 @@ async def run_rollout(opts: RunnerOptions, emit: Callable[[str], None] = _print_
             report.error = f"agent timed out after {agent_timeout:g}s; workspace verified as left"
 
         # -- verifier ------------------------------------------------------------------
+        if cfg.verifier.environment_mode == "separate":
+            # A fresh verifier sandbox gets the artifacts; no tests come into this one.
+            copied = await asyncio.to_thread(hand_over_artifacts, opts.workspace, opts.logs_dir,
+                                             list(cfg.verifier.artifacts))
+            report.checks = {"separate_verifier": {"artifacts": len(copied)}}
+            return report
         emit(PHASE_PREFIX + "agent_done")
         try:
             timings["wait_tests"] = round(await wait_for_tests(opts.tests_dir, verifier_timeout), 3)

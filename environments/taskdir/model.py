@@ -42,6 +42,14 @@ class AgentSection(_Section):
 
 class VerifierSection(_Section):
     timeout_sec: float = Field(default=120.0, gt=0)
+    #: Harbor's verifier environment: ``shared`` (the verifier runs in the agent's sandbox
+    #: once the agent is gone) or ``separate`` (a fresh sandbox over the handed-over artifacts).
+    environment_mode: Literal["shared", "separate"] = "shared"
+    #: ``separate``: workspace paths (globs) handed to the verifier sandbox; empty: all of it.
+    artifacts: list[str] = Field(default_factory=list)
+    #: ``separate``: the verifier sandbox's environment dir (relative to the task; a Dockerfile
+    #: there); None: the task's own ``environment/``.
+    environment: str | None = None
 
 
 class EnvironmentSection(_Section):

@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import shutil
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterable
 from contextlib import aclosing
+from pathlib import Path
 from typing import Any, Protocol
 
 from sqlalchemy import Engine
@@ -33,6 +35,7 @@ from environments.records import ErrorKind, Outcome, RolloutResult, RolloutSpec
 from training.orchestrator.backend import SandboxBackend, SandboxError, SandboxHandle
 from training.orchestrator.classify import base_result, from_exit
 from training.orchestrator.db import record_finished, record_started
+from training.orchestrator.separate import is_separate, verifier_task
 
 log = logging.getLogger(__name__)
 
@@ -140,9 +143,55 @@ class Scheduler:
             if handle is not None:
                 # Shielded: a second cancellation must not leave the sandbox behind.
                 await asyncio.shield(self.backend.cleanup(handle))
+        if result.status == Outcome.ok:
+            result = await self._verify_separately(spec, result)
         result.seconds = time.monotonic() - t0
         result.timings["total"] = result.seconds
         await self._record(spec, result, handle, reported=reported)
+        return result
+
+    async def _verify_separately(self, spec: RolloutSpec, result: RolloutResult) -> RolloutResult:
+        """``environment_mode = "separate"`` (separate.py): score the handed-over artifacts in
+        a fresh sandbox of the same backend; its reward becomes the rollout's."""
+        from environments.taskdir import TaskDirError, load_task
+
+        try:
+            task = await asyncio.to_thread(load_task, spec.task_dir)
+        except TaskDirError:
+            return result
+        if not is_separate(task) or not result.logs_dir:
+            return result
+        t0 = time.monotonic()
+        logs = Path(result.logs_dir)
+        vdir = logs.parent / "verifier-task"
+        vspec = RolloutSpec(rollout_id=new_rollout_id(), task_dir=str(vdir), harness="noop",
+                            timeout_sec=spec.timeout_sec, task_id=spec.task_id, group_id=spec.group_id)
+        vres = base_result(vspec, self.backend.name, None)
+        handle: SandboxHandle | None = None
+        try:
+            await asyncio.to_thread(verifier_task, task, logs / "artifacts", vdir)
+            async with asyncio.timeout(vspec.timeout_sec):
+                handle = await self.backend.start(vspec)
+                ex = await self.backend.wait(handle)
+            vres = from_exit(base_result(vspec, self.backend.name, handle), ex)
+        except TimeoutError:
+            vres.status, vres.error_kind = Outcome.timeout, ErrorKind.deadline_exceeded.value
+            vres.error = "verifier sandbox exceeded the rollout timeout"
+        except (SandboxError, OSError, ValueError) as exc:
+            vres.error_kind, vres.error = getattr(exc, "kind", ErrorKind.start_failed).value, str(exc)
+        finally:
+            if handle is not None:
+                await asyncio.shield(self.backend.cleanup(handle))
+            await asyncio.to_thread(shutil.rmtree, vdir, True)
+        result.timings["verifier_sandbox"] = time.monotonic() - t0
+        result.checks = {**result.checks, "verifier_rollout_id": vres.rollout_id}
+        if vres.status == Outcome.ok and vres.reward is not None:
+            result.reward = vres.reward
+            result.checks.update(vres.checks)
+        else:
+            result.status, result.reward = Outcome.infra_error, None
+            result.error_kind = ErrorKind.verifier_error.value
+            result.error = f"verifier sandbox: {vres.status.value}/{vres.error_kind}: {vres.error}"
         return result
 
     async def _record(self, spec: RolloutSpec, result: RolloutResult, handle: SandboxHandle | None,

@@ -260,3 +260,25 @@ async def test_network_policy_names_the_control_endpoint_and_the_proxy(cluster, 
     assert r.status == Outcome.ok
     cidrs = sorted((rule["to"][0]["ipBlock"]["cidr"], rule["ports"][0]["port"]) for rule in policy()["spec"]["egress"])
     assert cidrs == sorted([("127.0.0.1/32", backend.control.port), ("127.0.0.2/32", 1)])
+
+
+async def test_separate_verifier_mode_on_the_fake_cluster(cluster, k8s_backend, tmp_path: Path) -> None:
+    """``environment_mode = "separate"``: the verifier pod is a fresh one over the artifacts.
+    Its image (verifier environment + artifacts) only exists once the agent is done: on a real
+    cluster that needs ``image_source = "build"``; here the fake registers it as it starts."""
+    from tests.training.orchestrator.test_separate_verifier import separate_task
+
+    task = separate_task(tmp_path / "bank")
+    await cluster.image(task)
+    backend = k8s_backend()
+    start = backend.start
+
+    async def start_with_image(s):
+        await cluster.image(Path(s.task_dir))
+        return await start(s)
+
+    backend.start = start_with_image
+    results = {r.harness: r for r in await run_rollouts(backend, [spec(task, "oracle"), spec(task, "noop")],
+                                                        concurrency=2)}
+    assert (results["oracle"].status, results["oracle"].reward) == (Outcome.ok, 1.0), results["oracle"]
+    assert (results["noop"].status, results["noop"].reward) == (Outcome.ok, 0.0), results["noop"]
