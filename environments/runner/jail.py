@@ -11,7 +11,8 @@ verifier's files exist (issue 14, "a verifier phase the agent cannot reach").
   that PID namespace: when the jail's bwrap dies, its init dies and the kernel kills the
   rest. :meth:`Jail.empty` then checks that no process of another PID namespace is left
   (SIGKILLing stragglers) before the runner says ``agent_done``.
-- ``uid`` (docker): the runner is root in the container with ``CAP_SETUID``/``SETGID``/
+- ``uid`` (docker; only for a runner that is a container's root — ``kill(-1)`` as the agent
+  uid reaches every process of that uid in the PID namespace): the runner is root in the container with ``CAP_SETUID``/``SETGID``/
   ``KILL``; the harness runs as ``agent_uid`` with no capabilities. :meth:`Jail.empty` has a
   child of that uid ``kill(-1, SIGKILL)`` (one atomic sweep: a fork bomb cannot outrun it),
   checks that no process of the uid is left, and deletes what the uid left in ``/tmp``,
@@ -29,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -40,6 +42,7 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 JAIL_KINDS = ("auto", "userns", "uid", "none")
+JAIL_ENV = "OPENFORGE_JAIL_ID"
 #: How long :meth:`Jail.empty` waits for the agent's processes to be gone.
 EMPTY_TIMEOUT_S = 5.0
 #: Where the agent uid may leave files the verifier could trip over (uid jail).
@@ -110,15 +113,20 @@ class Jail:
     #: Sandbox paths the agent must not see (tests dir, verifier logs): tmpfs in ``userns``.
     hidden: list[Path] = field(default_factory=list)
     bwrap: str | None = None
+    #: Size cap (MiB) of the jail's own tmpfs /tmp, /run, /var/tmp (the task's storage_mb):
+    #: tmpfs pages are memory, and the watchdog fallback only sees RSS.
+    tmp_size_mb: int | None = None
+    marker: str = field(default_factory=lambda: secrets.token_hex(8))
 
     # -- spawning -----------------------------------------------------------------------
     def wrap(self, argv: list[str], *, home: Path, env_home: str | None) -> list[str]:
         """``argv`` as run inside the jail (``userns``: behind a nested bwrap)."""
         if self.kind != "userns":
             return argv
+        size = ["--size", str(self.tmp_size_mb << 20)] if self.tmp_size_mb else []
         jail = [self.bwrap or "bwrap", "--unshare-user", "--unshare-pid", "--die-with-parent", "--new-session",
-                "--bind", "/", "/", "--ro-bind", "/proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run",
-                "--tmpfs", "/var/tmp", "--bind", str(home), str(home)]
+                "--bind", "/", "/", "--ro-bind", "/proc", "/proc", "--dev", "/dev", *size, "--tmpfs", "/tmp",
+                *size, "--tmpfs", "/run", *size, "--tmpfs", "/var/tmp", "--bind", str(home), str(home)]
         if env_home and env_home != str(home) and env_home.startswith(("/tmp/", "/run/", "/var/tmp/")):
             jail += ["--dir", env_home]
         for path in self.hidden:
@@ -144,14 +152,24 @@ class Jail:
                     os.chown(os.path.join(root, name), self.agent_uid, self.agent_uid, follow_symlinks=False)
 
     # -- emptying -----------------------------------------------------------------------
+    @property
+    def env(self) -> dict[str, str]:
+        """Marker the harness's processes inherit (``userns``): how :meth:`leftovers` tells the
+        jail's processes from other PID namespaces' (containers, other sandboxes) when the
+        runner is not itself in a sandbox of its own. A process that drops it still dies with
+        the jail's init: the kernel empties a PID namespace whose init is gone."""
+        return {JAIL_ENV: self.marker} if self.kind == "userns" else {}
+
     def leftovers(self) -> list[int]:
         """Pids of the agent still alive."""
         if self.kind == "userns":
-            own = _own_pid_ns()
+            own, needle = _own_pid_ns(), f"{JAIL_ENV}={self.marker}".encode()
             out = []
             for pid in _pids():
                 try:
-                    if os.readlink(f"/proc/{pid}/ns/pid") != own and _alive(pid):
+                    if os.readlink(f"/proc/{pid}/ns/pid") == own or not _alive(pid):
+                        continue
+                    if needle in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
                         out.append(pid)
                 except OSError:
                     continue
@@ -213,7 +231,7 @@ class Jail:
         return await asyncio.to_thread(self.empty_sync, timeout)
 
 
-def choose_jail(requested: str, *, agent_uid: int | None, hidden: list[Path]) -> Jail:
+def choose_jail(requested: str, *, agent_uid: int | None, hidden: list[Path], tmp_size_mb: int | None = None) -> Jail:
     """The jail for ``requested`` (one of :data:`JAIL_KINDS`); raises :class:`JailError`
     when an explicit kind cannot work here."""
     bwrap = shutil.which("bwrap")
@@ -228,4 +246,4 @@ def choose_jail(requested: str, *, agent_uid: int | None, hidden: list[Path]) ->
             raise JailError("agent jail 'uid' needs the runner to be root with CAP_SETUID")
         if not agent_uid:
             raise JailError("agent jail 'uid' needs a nonzero --agent-uid")
-    return Jail(kind=requested, agent_uid=agent_uid, hidden=hidden, bwrap=bwrap)
+    return Jail(kind=requested, agent_uid=agent_uid, hidden=hidden, bwrap=bwrap, tmp_size_mb=tmp_size_mb)

@@ -138,7 +138,8 @@ async def run_rollout(opts: RunnerOptions, emit: Callable[[str], None] = _print_
             d.mkdir(parents=True, exist_ok=True)
         try:
             jail = choose_jail(opts.agent_jail, agent_uid=opts.agent_uid,
-                               hidden=[opts.tests_dir, opts.logs_dir / "verifier"])
+                               hidden=[opts.tests_dir, opts.logs_dir / "verifier"],
+                               tmp_size_mb=int(cfg.environment.storage_mb))
         except JailError as exc:
             raise _Stop(Outcome.infra_error, ErrorKind.start_failed, str(exc)) from None
         report.agent_jail = jail.kind
@@ -179,7 +180,7 @@ async def run_rollout(opts: RunnerOptions, emit: Callable[[str], None] = _print_
         if harness.uses_model and not opts.base_url:
             log.warning("harness %s runs without a base URL (no proxy given)", harness.name)
         log.info("harness %s: %s", harness.name, plan.argv[:3])
-        harness_env = {**env, **plan.env}
+        harness_env = {**env, **plan.env, **jail.env}
         argv = jail.wrap(plan.argv, home=home, env_home=harness_env.get("HOME"))
         try:
             result = await run_process(argv, env=harness_env, cwd=plan.cwd or opts.workspace,
