@@ -3,9 +3,9 @@ behind, hides the verifier's dirs, and never touches processes that are not its 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 
@@ -75,8 +75,8 @@ async def test_the_verifier_dirs_are_hidden_and_unwritable_from_the_jail(tmp_pat
 
 
 async def test_emptying_never_kills_another_namespace(tmp_path: Path) -> None:
-    other = subprocess.Popen(["bwrap", "--unshare-user", "--unshare-pid", "--die-with-parent", "--bind", "/", "/",
-                              "--ro-bind", "/proc", "/proc", "--", "sleep", "300.33"])
+    other = await asyncio.create_subprocess_exec("bwrap", "--unshare-user", "--unshare-pid", "--die-with-parent",
+                                                 "--bind", "/", "/", "--ro-bind", "/proc", "/proc", "--", "sleep", "300.33")
     try:
         jail = choose_jail("userns", agent_uid=None, hidden=[])
         await _run(jail, "true", tmp_path)
@@ -84,4 +84,4 @@ async def test_emptying_never_kills_another_namespace(tmp_path: Path) -> None:
         assert _pids_running("300.33"), "a process of another PID namespace was killed"
     finally:
         other.kill()
-        other.wait()
+        await other.wait()
