@@ -78,6 +78,10 @@ async def test_emptying_never_kills_another_namespace(tmp_path: Path) -> None:
     other = await asyncio.create_subprocess_exec("bwrap", "--unshare-user", "--unshare-pid", "--die-with-parent",
                                                  "--bind", "/", "/", "--ro-bind", "/proc", "/proc", "--", "sleep", "300.33")
     try:
+        for _ in range(250):  # until the foreign sleep is up
+            if _pids_running("300.33"):
+                break
+            await asyncio.sleep(0.02)
         jail = choose_jail("userns", agent_uid=None, hidden=[])
         await _run(jail, "true", tmp_path)
         await jail.empty()
