@@ -98,6 +98,24 @@ def _repo_files(repo: Path) -> list[Path]:
     return [repo / rel for rel in sorted(set(out.decode().split("\0"))) if rel and (repo / rel).is_file()]
 
 
+def _runtime_repo_files(repo: Path) -> list[Path]:
+    """The checkout's files a pod needs — the deny-by-default runtime view (``sandbox_fs``):
+    the runtime packages and the files run by path, without any task dir (example tasks'
+    ``solution/`` and ``tests/``), ``tests/``, ``synthesis/`` or the data dir."""
+    from training.orchestrator.sandbox_fs import RUNTIME_FILES, RUNTIME_PACKAGES, _task_dirs
+
+    hidden = [Path(h) for pkg in RUNTIME_PACKAGES if (repo / pkg).is_dir() for h in _task_dirs(repo / pkg)]
+    out = []
+    for p in _repo_files(repo):
+        rel = p.relative_to(repo).as_posix()
+        if rel not in RUNTIME_FILES and rel.split("/", 1)[0] not in RUNTIME_PACKAGES:
+            continue
+        if any(h == p or h in p.parents for h in hidden):
+            continue
+        out.append(p)
+    return out
+
+
 def _requirement_names(dist: Any) -> list[str]:
     names = []
     for req in dist.requires or []:
@@ -180,7 +198,7 @@ def plan_runtime(*, runtime_dir: str = RUNTIME_DIR, slim: bool = False, tools: b
         plan.entries += [(f"{site_dest}/{p.relative_to(site).as_posix()}", p) for p in sorted(files)]
     else:
         plan.entries += [(f"{site_dest}/{p.relative_to(site).as_posix()}", p) for p in _walk(site)]
-    plan.entries += [(f"{dest}/repo/{p.relative_to(REPO_ROOT).as_posix()}", p) for p in _repo_files(REPO_ROOT)]
+    plan.entries += [(f"{dest}/repo/{p.relative_to(REPO_ROOT).as_posix()}", p) for p in _runtime_repo_files(REPO_ROOT)]
     if tools:
         from environments.harnesses.binaries import tools_dir as default_tools
 

@@ -48,6 +48,10 @@ def test_slim_plan_holds_the_runner_and_its_deps_only(slim_plan: Any) -> None:
     paths = {arc for arc, _p in slim_plan.entries} | set(slim_plan.extra)
     assert "opt/openforge/repo/training/orchestrator/kubernetes/pod_entry.py" in paths
     assert "opt/openforge/repo/environments/runner/__main__.py" in paths
+    # deny by default: no example task's oracle or tests, no test suite, no other package
+    repo = [a for a in paths if a.startswith("opt/openforge/repo/")]
+    assert not [a for a in repo if "/solution/" in a or a.endswith("/task.toml") or a.startswith((
+        "opt/openforge/repo/tests/", "opt/openforge/repo/synthesis/"))]
     assert f"opt/openforge/python/lib/python{PYVER}/os.py" in paths
     assert f"{SITE}/pydantic/__init__.py" in paths and f"{SITE}/httpx/__init__.py" in paths
     assert f"{SITE}/PIL/ImageGrab.py" in paths  # the computer-use harness's screenshots
