@@ -102,7 +102,11 @@ def _runtime_repo_files(repo: Path) -> list[Path]:
     """The checkout's files a pod needs — the deny-by-default runtime view (``sandbox_fs``):
     the runtime packages and the files run by path, without any task dir (example tasks'
     ``solution/`` and ``tests/``), ``tests/``, ``synthesis/`` or the data dir."""
-    from training.orchestrator.sandbox_fs import RUNTIME_FILES, RUNTIME_PACKAGES, _task_dirs
+    from training.orchestrator.sandbox_fs import (
+        RUNTIME_FILES,
+        RUNTIME_PACKAGES,
+        _task_dirs,
+    )
 
     hidden = [Path(h) for pkg in RUNTIME_PACKAGES if (repo / pkg).is_dir() for h in _task_dirs(repo / pkg)]
     out = []
