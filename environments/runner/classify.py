@@ -2,8 +2,10 @@
 
 1. An outcome file the harness wrote (``openforge-outcome.json``, e.g. react) is trusted.
 2. Exit 0 (or killed on the agent timeout) → go on to the verifier; so does a harness that
-   stopped because the proxy refused a call on the rollout's spent generation budget (its
-   output names ``rollout_budget_exhausted``, training/proxy/budget.py).
+   stopped on its generation budget: the proxy refused a call once the rollout's budget was
+   spent (its output names ``rollout_budget_exhausted``, training/proxy/budget.py), or the
+   harness gives up on an answer cut at the per-call cap (Codex: "Incomplete response
+   returned, reason: max_output_tokens"; Claude Code: "exceeded the N output token maximum").
 3. Nonzero exit: its output names a context overflow or a malformed tool call from the
    engine (HTTP 400) → ``policy_error``; an engine/proxy failure (5xx, connection) →
    ``infra_error/engine_error``; anything else → ``infra_error/harness_crash``.
@@ -23,7 +25,8 @@ _CONTEXT = re.compile(r"context[ _-]?(length|window)[ _-]?(exceeded|overflow)?|m
                       re.IGNORECASE)
 _MALFORMED = re.compile(r"(invalid|malformed|could not parse|failed to parse)\s+(tool[ _]?call|function[ _]?call)",
                         re.IGNORECASE)
-_BUDGET = re.compile(r"rollout_budget_exhausted")
+_BUDGET = re.compile(r"rollout_budget_exhausted|incomplete response returned, reason: max_output_tokens"
+                     r"|exceeded the \d+ output token maximum", re.IGNORECASE)
 _ENGINE = re.compile(r"\b(50[0-4]|529)\b.{0,40}(error|internal|gateway|unavailable|overloaded)"
                      r"|connection refused|connection error|stream disconnected|ECONNREFUSED|APIConnectionError",
                      re.IGNORECASE)

@@ -5,6 +5,8 @@ ANTHROPIC_BASE_URL is the proxy base URL minus ``/v1`` (the client appends /v1/m
 rollout token is ANTHROPIC_API_KEY, all state lives in CLAUDE_CONFIG_DIR inside the sandbox.
 Option ``allowed_tools`` (list; default Bash, Read, Write, Edit, Glob, Grep, Skill).
 Tool skills go to ``$CLAUDE_CONFIG_DIR/skills/<name>/SKILL.md``.
+Option ``api_timeout_ms`` (default 15 min) is how long Claude Code waits for one answer: its
+~21.7k-token first prompt takes minutes to prefill on CPU.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 from environments.harnesses.base import Harness, HarnessContext
 
 DEFAULT_TOOLS = ("Bash", "Read", "Write", "Edit", "Glob", "Grep", "Skill")
+API_TIMEOUT_MS = 900_000
 
 
 def config_dir(ctx: HarnessContext) -> Path:
@@ -49,4 +52,5 @@ class ClaudeCodeHarness(Harness):
             "DISABLE_AUTOUPDATER": "1",
             "DISABLE_ERROR_REPORTING": "1",
             "IS_SANDBOX": "1",
+            "API_TIMEOUT_MS": str(int(ctx.options.get("api_timeout_ms", API_TIMEOUT_MS))),
         }

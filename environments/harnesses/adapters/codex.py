@@ -5,6 +5,9 @@ Codex ignores OPENAI_BASE_URL; it gets a custom provider in ``$CODEX_HOME/config
 We are already inside a sandbox, so Codex's own sandbox is bypassed by default
 (option ``sandbox``: "bypass" | "workspace-write" | "danger-full-access" | "read-only").
 Tool skills go to ``$CODEX_HOME/skills/<name>/SKILL.md``.
+The proxy answers a stream only once the engine is done (a 10-20k-token prompt can take
+minutes to prefill on CPU), so the provider waits ``stream_idle_timeout_ms`` (option,
+default 15 min; the runner's agent timeout still bounds the rollout).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import tomli_w
 from environments.harnesses.base import Harness, HarnessConfigError, HarnessContext
 
 KEY_ENV = "OPENFORGE_CODEX_KEY"
+IDLE_TIMEOUT_MS = 900_000
 _SANDBOXES = ("bypass", "workspace-write", "danger-full-access", "read-only")
 
 
@@ -35,6 +39,7 @@ def codex_config(ctx: HarnessContext) -> dict:
                 "base_url": ctx.base_url_or_default,
                 "env_key": KEY_ENV,
                 "wire_api": "responses",
+                "stream_idle_timeout_ms": int(ctx.options.get("stream_idle_timeout_ms", IDLE_TIMEOUT_MS)),
             }
         },
     }
