@@ -1,30 +1,30 @@
-"""Learning check: GRPO (and SFT → GRPO) on CPU raises held-out reward above the base model.
+"""Learning check: GRPO (from base, and after SFT) raises held-out reward on claw tasks.
 
-Task family (generated here, verifiable, where SmolLM2-135M succeeds sometimes): a strict
-answer-format task through the ``react`` harness — "reply with only the word WORD". The
-harness writes the episode's final reply to ``logs/agent/final_answer.txt``; the verifier
-grades it: 1.0 when the reply is exactly the word (case, surrounding spaces and one trailing
-punctuation mark ignored), 0.5 when the word appears in a longer reply, else 0. The base
-model, prompted with the agent system prompt and tool schemas, names the word in ~15% of
-replies and almost never replies with it alone, so GRPO groups have reward variance to learn
-from. Held-out tasks use words never seen in training. The run:
+The task family is the main job's: ``contact-lookup`` (synthesis/procedural/lookup.py), a
+claw task over the real rollout path — the react harness (or ``--harness`` NAME, a
+third-party binary) in a local sandbox, the contacts mock service, the recording proxy,
+the task's verifier — with graded checks (right tool 0.2, the person in the query 0.2, a
+reply naming the person 0.1, the right value 0.5). Held-out tasks are other seeds of the
+family (other people, other attributes). The run:
 
-1. base model → held-out mean reward;
+1. base model → held-out reward;
 2. GRPO from base for ``--steps`` steps → held-out reward (RL);
 3. oracle-teacher distillation on SFT tasks → SFT → held-out (SFT) → GRPO → held-out (SFT+RL).
 
-Prints reward per step and before/after, writes a PNG of the curves, states wall time.
+Every held-out figure is mean ± standard error over n = eval_tasks × eval_samples rollouts;
+a gain counts when it exceeds twice the standard error of the difference
+(sqrt(SE_a² + SE_b²)). Prints reward per step, the before/after table, the verdicts and wall
+time, and writes a PNG of the curves.
 
-    python bench/learning.py [--steps 8] [--device cpu|cuda] [--quick]
+    python bench/learning.py [--steps 8] [--device cpu|cuda] [--harness react] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
+import math
 import os
-import random
 import sys
 import tempfile
 import time
@@ -32,71 +32,46 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-WORDS = ("apple", "river", "stone", "cloud", "maple", "tiger", "lemon", "piano", "ocean", "ember", "frost", "amber",
-         "cedar", "delta", "eagle", "flint", "grape", "honey", "ivory", "jade", "koala", "lotus", "mango", "noble",
-         "olive", "pearl", "quartz", "raven", "sage", "tulip", "umber", "viola", "willow", "yarrow", "zinc", "birch")
-TEMPLATES = (
-    "Reply with only the word {w}, nothing else.",
-    "Answer with the single word {w} and nothing more.",
-    "Your whole reply must be the word {w}.",
-)
-
-VERIFIER = """#!/usr/bin/env bash
-# Grades the react harness's final reply (logs/agent/final_answer.txt) against one word.
-LOGS="${{LOGS_DIR:-/logs}}"
-mkdir -p "$LOGS/verifier"
-python3 - "$LOGS/agent/final_answer.txt" "{word}" > "$LOGS/verifier/reward.txt" <<'PY'
-import re, sys
-try:
-    reply = open(sys.argv[1], encoding="utf-8").read()
-except OSError:
-    reply = ""
-word = sys.argv[2]
-text = reply.strip().strip(chr(34) + chr(39) + chr(96)).rstrip(".!").strip().lower()
-if text == word:
-    print(1)
-elif re.search(r"\\b" + re.escape(word) + r"\\b", reply, re.IGNORECASE):
-    print(0.5)
-else:
-    print(0)
-PY
-"""
+FAMILY = "contact-lookup"
 
 
-def make_task(root: Path, index: int, word: str, template: str):
-    from environments.taskdir import TaskConfig, TaskSection, write_task
+def make_tasks(root: Path, first_seed: int, n: int):  # noqa: ANN201 - list[TaskDir]
+    from environments.taskdir import load_task, write_task
+    from synthesis.procedural import generate
+    from synthesis.procedural.render import task_config, task_files
 
-    config = TaskConfig(task=TaskSection(name=f"say-{word}", description="reply with exactly one given word"))
-    config.metadata.domain = "bench"
-    config.agent.timeout_sec = 240
-    files = {
-        "environment/Dockerfile": "FROM debian:bookworm-slim\nWORKDIR /app\n",
-        "tests/test.sh": VERIFIER.format(word=word),
-        "solution/solve.sh": f"#!/usr/bin/env bash\nmkdir -p \"${{LOGS_DIR:-/logs}}/agent\"\n"
-                             f"printf '%s' {word} > \"${{LOGS_DIR:-/logs}}/agent/final_answer.txt\"\n",
-        "solution/plan.json": json.dumps([{"final": word}]),
-    }
-    return write_task(root / f"say-{index:02d}-{word}", config, template.format(w=word), files)
-
-
-def make_family(root: Path, seed: int, n_train: int, n_sft: int, n_eval: int):
-    rng = random.Random(seed)
-    words = list(WORDS)
-    rng.shuffle(words)
-    eval_words, rest = words[:n_eval], words[n_eval:]
-    train = [make_task(root / "train", i, rest[i % len(rest)], TEMPLATES[i % 3]) for i in range(n_train)]
-    sft = [make_task(root / "sft", i, rest[(i + n_train) % len(rest)], TEMPLATES[(i + 1) % 3]) for i in range(n_sft)]
-    held_out = [make_task(root / "eval", i, w, TEMPLATES[i % 3]) for i, w in enumerate(eval_words)]
-    return train, sft, held_out
+    out = []
+    for seed in range(first_seed, first_seed + n):
+        spec = generate(FAMILY, seed)
+        path = root / spec.name
+        if not path.exists():
+            write_task(path, task_config(spec), spec.instruction, task_files(spec))
+        out.append(load_task(path))
+    return out
 
 
-async def held_out_reward(preset, tasks, model_path, label: str, samples: int) -> float:
+class HeldOut:
+    def __init__(self, label: str, mean: float, se: float, n: int) -> None:
+        self.label, self.mean, self.se, self.n = label, mean, se, n
+
+    def beats(self, other: HeldOut) -> tuple[bool, float, float]:
+        diff, se = self.mean - other.mean, math.sqrt(self.se**2 + other.se**2)
+        return diff > 2 * se, diff, se
+
+
+async def held_out(preset, tasks, model_path, label: str, samples: int, harness: str) -> HeldOut:  # noqa: ANN001
     from training.workflows.evaluate import evaluate
 
-    report = await evaluate(preset, tasks, model_path=model_path, k=1, n=samples, label=label)
-    value = report.mean_reward
-    print(f"  held-out reward [{label}]: {value:.3f}  ({report.harnesses[0].outcomes if report.harnesses else {}})", flush=True)
-    return value
+    report = await evaluate(preset, tasks, model_path=model_path, harnesses=(harness,), k=1, n=samples, label=label)
+    h = report.harnesses[0] if report.harnesses else None
+    result = HeldOut(label, report.mean_reward, report.stderr, report.samples)
+    print(f"  held-out [{label}]: {result.mean:.3f} ± {result.se:.3f} (n={result.n}) {h.outcomes if h else {}}", flush=True)
+    return result
+
+
+def _step_line(r) -> str:  # noqa: ANN001
+    return (f"  step {r.step}: train reward {r.reward_mean:.3f}  samples {r.samples}  zero-var groups "
+            f"{r.zero_variance_groups}/{r.groups}  updates {r.updates}  ({r.seconds:.0f}s)")
 
 
 async def main_async(args: argparse.Namespace) -> int:
@@ -113,70 +88,76 @@ async def main_async(args: argparse.Namespace) -> int:
     os.environ["OPENFORGE_HOME"] = str(home)
     get_settings.cache_clear()
     init_home()
-    train, sft_tasks, held_out = make_family(home / "family", args.seed, args.train_tasks, args.sft_tasks, args.eval_tasks)
-    overrides = {
-        "engine.device": args.device, "rollout.concurrency": args.concurrency, "rollout.max_tokens": 24,
-        "rollout.temperature": 1.0, "harness_options.max_steps": 2, "harness_options.mode": "native",
-        "train.group_size": args.group, "train.train_batch_size": args.batch_tasks, "train.lr": args.lr,
-        "train.max_prompt_length": 2048, "train.max_response_length": 64, "train.micro_batch_size": 8,
-        "sft.epochs": 2, "sft.lr": args.sft_lr, "sft.batch_size": 4, "sft.teacher_rollouts": 1,
-    }
-    preset = load_preset("local", overrides)
-    print(f"learning check: {len(train)} train / {len(sft_tasks)} SFT / {len(held_out)} held-out tasks, "
-          f"{args.steps} GRPO steps x {args.batch_tasks} tasks x G={args.group}, device={args.device}", flush=True)
-    results: dict[str, float] = {}
-    results["base"] = await held_out_reward(preset, held_out, None, "base", args.eval_samples)
+    base_seed = 10_000 * (args.seed + 1)
+    train = make_tasks(home / "family" / "train", base_seed, args.train_tasks)
+    sft_tasks = make_tasks(home / "family" / "sft", base_seed + 3000, args.sft_tasks)
+    eval_tasks = make_tasks(home / "family" / "eval", base_seed + 6000, args.eval_tasks)
+    overrides = {"engine.device": args.device, "rollout.harness": args.harness, "train.steps": args.steps,
+                 "train.group_size": args.group, "train.train_batch_size": args.batch_tasks, "train.lr": args.lr,
+                 "train.seed": args.seed}
+    preset = load_preset(args.preset, overrides)
+    print(f"learning check ({FAMILY}, harness {args.harness}, seed {args.seed}): {len(train)} train / "
+          f"{len(sft_tasks)} SFT / {len(eval_tasks)} held-out tasks x {args.eval_samples} samples; "
+          f"{args.steps} GRPO steps x {args.batch_tasks} tasks x G={args.group}, lr {args.lr}, device={args.device}",
+          flush=True)
+    results: dict[str, HeldOut] = {}
+    results["base"] = await held_out(preset, eval_tasks, None, "base", args.eval_samples, args.harness)
 
     print("GRPO from base:", flush=True)
-    rl = await rl_train(preset, train, steps=args.steps, run_id="learning-rl",
-                        on_step=lambda r: print(f"  step {r.step}: reward {r.reward_mean:.3f} success {r.success_rate:.2f} "
-                                                f"samples {r.samples} ({r.seconds:.0f}s)", flush=True))
-    results["rl"] = await held_out_reward(preset, held_out, rl.checkpoint, "rl", args.eval_samples)
+    rl = await rl_train(preset, train, steps=args.steps, run_id=f"learning-rl-{args.seed}",
+                        on_step=lambda r: print(_step_line(r), flush=True))
+    results["rl"] = await held_out(preset, eval_tasks, rl.checkpoint, "rl", args.eval_samples, args.harness)
 
     print("SFT on oracle-teacher trajectories, then GRPO:", flush=True)
-    distilled = await distill(preset, sft_tasks, teacher="oracle", n_per_task=1, run_id="learning-distill")
-    print(f"  distilled {distilled.kept_trajectories} trajectories, {distilled.examples} examples", flush=True)
-    sft = sft_train(preset, distilled.parquet, run_id="learning-sft")
-    results["sft"] = await held_out_reward(preset, held_out, sft.checkpoint, "sft", args.eval_samples)
-    sft_rl = await rl_train(preset, train, model_path=sft.checkpoint, steps=args.steps, run_id="learning-sft-rl",
-                            on_step=lambda r: print(f"  step {r.step}: reward {r.reward_mean:.3f} ({r.seconds:.0f}s)", flush=True))
-    results["sft+rl"] = await held_out_reward(preset, held_out, sft_rl.checkpoint, "sft+rl", args.eval_samples)
+    distilled = await distill(preset, sft_tasks, teacher="oracle", run_id=f"learning-distill-{args.seed}")
+    sft = sft_train(preset, distilled.parquet, run_id=f"learning-sft-{args.seed}")
+    print(f"  SFT: {sft.examples} examples, {sft.overlong_dropped} overlong dropped, {sft.updates} updates, "
+          f"final loss {sft.losses[-1]:.3f}", flush=True)
+    results["sft"] = await held_out(preset, eval_tasks, sft.checkpoint, "sft", args.eval_samples, args.harness)
+    sft_rl = await rl_train(preset, train, model_path=sft.checkpoint, steps=args.steps, run_id=f"learning-sft-rl-{args.seed}",
+                            on_step=lambda r: print(_step_line(r), flush=True))
+    results["sft+rl"] = await held_out(preset, eval_tasks, sft_rl.checkpoint, "sft+rl", args.eval_samples, args.harness)
 
     png = curves_png(
         {"rl_from_base_train_reward": [(s.step, s.reward_mean) for s in rl.steps],
          "rl_after_sft_train_reward": [(s.step, s.reward_mean) for s in sft_rl.steps],
-         "held_out_reward": list(enumerate([results["base"], results["rl"], results["sft"], results["sft+rl"]]))},
-        Path(args.out) / "learning.png", title="held-out: 0 base, 1 RL, 2 SFT, 3 SFT+RL")
+         "held_out_reward": list(enumerate(r.mean for r in results.values()))},
+        Path(args.out) / f"learning-{args.harness}-seed{args.seed}.png",
+        title="held-out: 0 base, 1 RL, 2 SFT, 3 SFT+RL")
     wall = time.perf_counter() - t0
-    print("\n| checkpoint | held-out mean reward |\n|---|---|")
-    for k, v in results.items():
-        print(f"| {k} | {v:.3f} |")
-    print(f"\nRL gain over base: {results['rl'] - results['base']:+.3f}; SFT+RL >= SFT >= base: "
-          f"{results['sft+rl'] >= results['sft'] >= results['base']}")
+    print("\n| checkpoint | held-out mean ± SE | n | optimiser updates |\n|---|---|---|---|")
+    updates = {"base": 0, "rl": rl.updates, "sft": sft.updates, "sft+rl": sft_rl.updates}
+    for k, r in results.items():
+        print(f"| {k} | {r.mean:.3f} ± {r.se:.3f} | {r.n} | {updates[k]} |")
+    print()
+    for a, b in (("rl", "base"), ("sft", "base"), ("sft+rl", "sft")):
+        ok, diff, se = results[a].beats(results[b])
+        print(f"{a} vs {b}: {diff:+.3f} (SE of the difference {se:.3f}) -> {'beats it by > 2 SE' if ok else 'NOT > 2 SE'}")
     print(f"curves: {png}\nwall time: {wall / 60:.1f} min")
     return 0
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--preset", default="local")
+    p.add_argument("--harness", default="react", help="react, or a third-party harness binary (mini-swe-agent ...)")
     p.add_argument("--steps", type=int, default=8)
     p.add_argument("--device", default="cpu")
-    p.add_argument("--group", type=int, default=4)
-    p.add_argument("--batch-tasks", type=int, default=4)
-    p.add_argument("--train-tasks", type=int, default=12)
-    p.add_argument("--sft-tasks", type=int, default=6)
-    p.add_argument("--eval-tasks", type=int, default=8)
+    p.add_argument("--group", type=int, default=8)
+    p.add_argument("--batch-tasks", type=int, default=2)
+    p.add_argument("--train-tasks", type=int, default=24)
+    p.add_argument("--sft-tasks", type=int, default=32)
+    p.add_argument("--eval-tasks", type=int, default=16)
     p.add_argument("--eval-samples", type=int, default=4)
-    p.add_argument("--concurrency", type=int, default=8)
     p.add_argument("--lr", type=float, default=2e-5)
-    p.add_argument("--sft-lr", type=float, default=5e-5)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--home", default=None)
     p.add_argument("--out", default="bench/out")
     p.add_argument("--quick", action="store_true", help="tiny run to check the wiring")
     args = p.parse_args()
     if args.quick:
-        args.steps, args.train_tasks, args.sft_tasks, args.eval_tasks, args.batch_tasks, args.group = 1, 2, 1, 2, 1, 2
+        args.steps, args.train_tasks, args.sft_tasks, args.eval_tasks, args.batch_tasks, args.group = 1, 2, 2, 2, 1, 4
+        args.eval_samples = 2
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     return asyncio.run(main_async(args))
 

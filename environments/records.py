@@ -75,6 +75,10 @@ class RolloutSpec(BaseModel):
     timeout_sec: float = 600.0
     env: dict[str, str] = Field(default_factory=dict)
     harness_options: dict[str, Any] = Field(default_factory=dict)
+    #: Sandbox size for this rollout when the run sets one (preset ``rollout.cpus`` /
+    #: ``rollout.memory_mb``, e.g. the paper's pod sizes); None: the task's own.
+    cpus: float | None = None
+    memory_mb: int | None = None
 
 
 class RolloutResult(BaseModel):

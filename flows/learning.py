@@ -27,11 +27,11 @@ async def distill_flow(params: DistillParams = DistillParams()) -> dict:
     if not dirs:
         raise _no_tasks("distill", params.domain, params.purpose)
     report = await distill_task(params.preset, params.overrides, dirs, params.teacher, params.n_per_task)
-    await publish_table("distill-outcomes", [{"outcome": k, "rollouts": v} for k, v in report["outcomes"].items()],
-                  f"Distillation {report['run_id']}: rollout outcome classes")
-    await publish_table("distill-summary", [{k: report[k] for k in ("teacher", "tasks", "rollouts", "kept_trajectories", "examples", "parquet")}],
+    await publish_table("distill-outcomes", [{"outcome": k, "rollouts": v} for k, v in report.outcomes.items()],
+                  f"Distillation {report.run_id}: rollout outcome classes")
+    await publish_table("distill-summary", [report.model_dump(include={"teacher", "tasks", "rollouts", "kept_trajectories", "examples", "parquet"})],
                   "Distillation: what was kept")
-    return report
+    return report.model_dump(mode="json")
 
 
 @flow(name="sft-train")
@@ -39,10 +39,10 @@ async def sft_flow(params: SFTParams) -> dict:
     """Supervised fine-tuning on distilled examples (loss on policy tokens only); saves an
     HF checkpoint and publishes the loss curve."""
     report = sft_task(params.preset, params.overrides, params.data, params.model_path)
-    await publish_markdown("sft-report", f"# SFT {report['run_id']}\n\n{report['examples']} examples, "
-                     f"{report['updates']} updates, checkpoint `{report['checkpoint']}`\n\n"
-                     + png_markdown(report.get("curve_png"), "SFT loss"), "SFT loss curve")
-    return report
+    await publish_markdown("sft-report", f"# SFT {report.run_id}\n\n{report.examples} examples "
+                     f"({report.overlong_dropped} dropped as overlong), {report.updates} updates, checkpoint "
+                     f"`{report.checkpoint}`\n\n" + png_markdown(report.curve_png, "SFT loss"), "SFT loss curve")
+    return report.model_dump(mode="json")
 
 
 @flow(name="rl-train")
@@ -51,18 +51,23 @@ async def rl_flow(params: RLParams = RLParams()) -> dict:
     recording proxy, rebuilds one sample per model call, and updates the policy in place.
     Publishes per-step reward/loss tables and reward / success / episode-length curves."""
     preset = load_preset(params.preset, params.overrides)
-    domain = params.domain or preset.section("tasks").get("domain", "claw")
+    domain = params.domain or preset.tasks.domain
     dirs = select_task_dirs(domain, params.purpose, params.max_tasks)
     if not dirs:
         raise _no_tasks("rl-train", domain, params.purpose)
     report = await rl_task(params.preset, params.overrides, dirs, params.model_path, params.steps)
-    rows = [{"step": s["step"], "reward": s["reward_mean"], "success": s["success_rate"], "calls": s["episode_calls"],
-             "samples": s["samples"], "zero_var_groups": s["zero_variance_groups"],
-             "loss": s["metrics"].get("loss"), "outcomes": s["outcomes"]} for s in report["steps"]]
-    await publish_table("rl-steps", rows, f"GRPO {report['run_id']}: per-step reward and loss")
-    await publish_markdown("rl-report", f"# GRPO {report['run_id']} ({report['preset']})\n\n" + rows_markdown(rows)
-                     + "\n" + png_markdown(report.get("curve_png"), "reward curves"), "GRPO curves")
-    return report
+    rows = rl_step_rows(report)
+    await publish_table("rl-steps", rows, f"GRPO {report.run_id}: per-step reward and loss")
+    await publish_markdown("rl-report", f"# GRPO {report.run_id} ({report.preset})\n\n" + rows_markdown(rows)
+                     + "\n" + png_markdown(report.curve_png, "reward curves"), "GRPO curves")
+    return report.model_dump(mode="json")
+
+
+def rl_step_rows(report) -> list[dict]:  # noqa: ANN001 - training.workflows.rl.RLReport (loads torch)
+    return [{"step": s.step, "reward": round(s.reward_mean, 4), "success": round(s.success_rate, 4),
+             "calls": round(s.episode_calls, 2), "samples": s.samples, "overlong_dropped": s.overlong_dropped,
+             "zero_var_groups": f"{s.zero_variance_groups}/{s.groups}", "updates": s.updates,
+             "loss": round(s.metrics.get("loss", 0.0), 5), "outcomes": s.outcomes} for s in report.steps]
 
 
 @flow(name="evaluate")
@@ -75,8 +80,8 @@ async def evaluate_flow(params: EvaluateParams = EvaluateParams()) -> dict:
     if not dirs:
         raise _no_tasks("evaluate", params.domain, params.purpose)
     labels = params.labels or [p or "base" for p in params.model_paths]
-    reports = [
-        EvalReport.model_validate(await evaluate_task(params.preset, params.overrides, dirs, path, label, params.harnesses, params.k))
+    reports: list[EvalReport] = [
+        await evaluate_task(params.preset, params.overrides, dirs, path, label, params.harnesses, params.k)
         for path, label in zip(params.model_paths, labels, strict=True)
     ]
     return await publish_evaluation(reports)

@@ -17,6 +17,7 @@ class SynthesizeParams(BaseModel):
     run_id: str | None = Field(None, description="Resume this synthesis run.")
     model: str | None = Field(None, description="Agent model (claude: opus by default).")
     base_url: str | None = Field(None, description="Endpoint of the openai backend.")
+    families: list[str] | None = Field(None, description="Procedural families to draw from (default: the pool's).")
 
 
 class DistillParams(BaseModel):
@@ -60,10 +61,12 @@ class EvaluateParams(BaseModel):
 
 class PipelineParams(BaseModel):
     preset: str = Field("local", description="Preset for every stage.")
-    n_rl_tasks: int = Field(6, ge=1, description="RL tasks to synthesize.")
-    n_sft_tasks: int = Field(4, ge=1, description="SFT tasks to synthesize.")
+    family: str | None = Field("contact-lookup", description="Procedural claw family of every task (None: all).")
+    n_rl_tasks: int = Field(24, ge=1, description="RL training tasks to synthesize.")
+    n_sft_tasks: int = Field(24, ge=1, description="SFT tasks to synthesize (one teacher success each).")
     teacher: str = Field("oracle", description="Distillation teacher.")
-    rl_steps: int = Field(2, ge=0, description="GRPO steps.")
-    eval_tasks: int = Field(4, ge=1, description="Held-out tasks evaluated before/after.")
+    rl_steps: int | None = Field(None, ge=0, description="GRPO steps (None: the preset's train.steps; 0: skip).")
+    eval_tasks: int = Field(16, ge=1, description="Held-out tasks evaluated before/after.")
+    eval_samples: int = Field(4, ge=1, description="Rollouts per held-out task and checkpoint.")
     seed: int = Field(7, description="Procedural synthesis seed.")
     overrides: dict[str, Any] = Field(default_factory=dict, description="Dotted preset overrides.")

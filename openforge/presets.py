@@ -3,9 +3,9 @@
 A preset is a TOML file under ``configs/`` (``local``, ``claw``, ``computer-use``,
 ``browser-use``) or any path to a TOML file. :func:`load_preset` reads it, applies
 overrides (dotted keys such as ``{"train.lr": 1e-5}`` or nested dicts) and validates it
-into a :class:`Preset`. The known sections reject unknown keys so a typo fails loudly;
-other rooms may add their own sections (``[synthesis]``, ``[eval]`` ...), which are kept
-as plain dicts in ``Preset.model_extra`` (see :meth:`Preset.section`).
+into a :class:`Preset`. Every section and key is typed and read by some room; an unknown
+section or key fails at load with the file and the dotted key named (``[harness_options]``
+is the one free-form table: it goes to the harness adapter, which checks its own keys).
 """
 
 from __future__ import annotations
@@ -40,8 +40,7 @@ class TrainConfig(_Section):
     # Batch sizes: task groups per RL step, samples per forward pass.
     train_batch_size: int = Field(8, ge=1, description="Task groups (prompts) per optimiser step.")
     micro_batch_size: int = Field(4, ge=1, description="Sequences per forward/backward pass.")
-    grad_accum_steps: int = Field(1, ge=1, description="Optimiser steps split into this many passes.")
-    ppo_epochs: int = Field(1, ge=1, description="Passes over one step's samples.")
+    ppo_epochs: int = Field(1, ge=1, description="Passes over one step's samples; one optimiser update each.")
     group_size: int = Field(8, ge=1, description="G: rollouts per task in a GRPO group.")
     gamma: float = Field(1.0, gt=0, le=1, description="Discount: r_t = gamma^(T-t) * r_T.")
     adv_eps: float = Field(1e-6, gt=0, description="epsilon in (R - mean) / (std + epsilon).")
@@ -50,6 +49,10 @@ class TrainConfig(_Section):
     clip_eps_high: float = Field(0.28, ge=0)
     dual_clip_c: float | None = Field(3.0, gt=1, description="Dual-clip bound for A<0; None disables.")
     kl_coef: float = Field(0.0, ge=0, description="beta of the k3 KL to the frozen reference.")
+    entropy_coef: float = Field(0.0, ge=0, description="c_H: loss -= c_H * entropy of the sampling distribution.")
+    importance_correction: Literal["auto", "on", "off"] = Field(
+        "auto", description="Truncated importance sampling vs the engine's logprobs; auto: on unless the engine is in-process.")
+    tis_cap: float = Field(2.0, gt=0, description="Cap C of the truncated IS weight min(pi_trainer / pi_engine, C).")
     loss_norm: Literal["per_rollout", "per_token"] = "per_rollout"
     max_grad_norm: float = Field(1.0, gt=0)
     steps: int = Field(100, ge=1)
@@ -77,6 +80,8 @@ class RolloutConfig(_Section):
     max_tokens: int = Field(1024, ge=1, description="Per model call; the proxy sets every call within it.")
     max_total_tokens: int | None = Field(None, ge=1, description="Generated tokens per rollout, all calls "
                                          "together; once spent the proxy refuses further calls (None: no cap).")
+    cpus: float | None = Field(None, gt=0, description="Sandbox CPUs of every rollout (default: the task's).")
+    memory_mb: int | None = Field(None, ge=64, description="Sandbox memory of every rollout (default: the task's).")
 
 
 class EngineConfig(_Section):
@@ -88,8 +93,25 @@ class EngineConfig(_Section):
     max_batch: int = Field(8, ge=1, description="Concurrent sequences per forward (local engine).")
     device: str = "cpu"
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
-    tensor_parallel_size: int = Field(1, ge=1)
-    gpu_memory_utilization: float = Field(0.6, gt=0, le=1)
+    tensor_parallel_size: int = Field(1, ge=1, description="vLLM only.")
+    gpu_memory_utilization: float | None = Field(None, gt=0, le=1, description="vLLM only.")
+
+    @model_validator(mode="after")
+    def _keys_of_this_kind(self) -> EngineConfig:
+        if self.kind == "local":
+            stray = [k for k in ("url", "gpu_memory_utilization") if getattr(self, k) is not None]
+            stray += ["tensor_parallel_size"] if self.tensor_parallel_size != 1 else []
+            if stray:
+                raise ValueError(f"{', '.join(stray)}: not read by engine.kind = 'local' (vLLM / url settings)")
+        elif self.kind == "url" and not self.url:
+            raise ValueError("engine.kind = 'url' needs engine.url")
+        return self
+
+
+class TasksConfig(_Section):
+    """Which tasks of the bank a flow trains or evaluates on by default."""
+
+    domain: str = Field("claw", description="Task domain (claw | computer-use | browser-use).")
 
 
 class SftConfig(_Section):
@@ -107,9 +129,9 @@ class SftConfig(_Section):
 
 
 class Preset(BaseModel):
-    """A whole preset. Unknown top-level sections are allowed (other rooms' settings)."""
+    """A whole preset. Every key is read by some room; an unknown one is an error."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="forbid")
 
     name: str = "custom"
     description: str = ""
@@ -118,6 +140,10 @@ class Preset(BaseModel):
     rollout: RolloutConfig = Field(default_factory=RolloutConfig)
     engine: EngineConfig = Field(default_factory=EngineConfig)
     sft: SftConfig = Field(default_factory=SftConfig)
+    tasks: TasksConfig = Field(default_factory=TasksConfig)
+    #: Options handed to the harness adapter as they are (each adapter validates its own:
+    #: react's max_steps / mode, mini-swe-agent's step_limit ...).
+    harness_options: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _group_sizes_agree(self) -> Preset:
@@ -130,10 +156,7 @@ class Preset(BaseModel):
             )
         return self
 
-    def section(self, name: str) -> dict[str, Any]:
-        """An extra section (e.g. ``synthesis``) as a dict; ``{}`` when absent."""
-        value = (self.model_extra or {}).get(name, {})
-        return dict(value) if isinstance(value, dict) else {}
+
 
 
 def list_presets(configs_dir: Path = CONFIGS_DIR) -> list[str]:
@@ -192,4 +215,5 @@ def load_preset(
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "<root>"
-        raise PresetError(f"{path}: {where}: {first['msg']}") from exc
+        msg = "unknown key (no room reads it; check the spelling)" if first["type"] == "extra_forbidden" else first["msg"]
+        raise PresetError(f"{path}: {where}: {msg}") from exc

@@ -34,6 +34,7 @@ class SynthConfig(BaseModel):
     max_rounds: int = Field(default=4, gt=0, description="Propose/prune rounds to refill rejects.")
     proposals_per_call: int = Field(default=8, gt=0)
     pool: str | None = Field(default=None, description="User pool (JSONL or folder); packaged pool if None.")
+    families: list[str] | None = Field(default=None, description="Procedural families to draw from (default: the pool's).")
     propose_budget: Budget = Field(default_factory=lambda: Budget(max_usd=1.0, max_turns=20))
     build_budget: Budget = Field(default_factory=lambda: Budget(max_usd=3.0, max_turns=40))
     refine_budget: Budget = Field(default_factory=lambda: Budget(max_usd=2.0, max_turns=30))

@@ -11,13 +11,15 @@ PAID_BACKEND_LIMITS = {"claude": "anthropic-api", "openai": "openai-api"}
 
 @task(name="synthesize", retries=2, retry_delay_seconds=5, retry_condition_fn=infra_only)
 async def run_synthesis(domain: str, n: int, purpose: str, backend: str, parallelism: int, seed: int | None = None,
-                        run_id: str | None = None, model: str | None = None, base_url: str | None = None) -> dict:
+                        run_id: str | None = None, model: str | None = None, base_url: str | None = None,
+                        families: list[str] | None = None) -> dict:
     from synthesis.config import SynthConfig
     from synthesis.pipeline import synthesize
     from synthesis.runtime.factory import make_runtime
 
     logger = get_run_logger()
-    config = SynthConfig(domain=domain, n=n, backend=backend, purpose=purpose, workers=parallelism, seed=seed)
+    config = SynthConfig(domain=domain, n=n, backend=backend, purpose=purpose, workers=parallelism, seed=seed,
+                         families=families)
     runtime = make_runtime(backend, model=model, base_url=base_url)
 
     def progress(stage: str, event: str, data: dict) -> None:

@@ -22,7 +22,7 @@ def test_all_named_presets_load_and_validate() -> None:
 def test_local_preset_is_cpu_sized() -> None:
     local, claw = load_preset("local"), load_preset("claw")
     assert local.engine.kind == "local" and local.engine.device == "cpu"
-    assert local.train.max_response_length <= 512 and local.train.group_size <= 4
+    assert local.rollout.max_tokens <= 64 and local.train.train_batch_size * local.train.group_size <= 16
     assert claw.engine.kind == "vllm" and claw.train.max_prompt_length > local.train.max_prompt_length
 
 
@@ -49,12 +49,34 @@ def test_unknown_preset_and_bad_toml(tmp_path: Path) -> None:
         load_preset(bad)
 
 
-def test_file_path_with_extra_sections_and_conflicting_group_sizes(tmp_path: Path) -> None:
+def test_unknown_sections_and_keys_fail_with_the_file_and_key_named(tmp_path: Path) -> None:
     path = tmp_path / "mine.toml"
-    path.write_text('[train]\nlr = 1e-4\ngroup_size = 2\n[synthesis]\nbackend = "procedural"\n')
+    path.write_text('[train]\nlr = 1e-4\ngroup_size = 2\n[tasks]\ndomain = "browser-use"\n[harness_options]\nmax_steps = 4\n')
     preset = load_preset(path)
     assert preset.name == "mine" and preset.train.lr == 1e-4 and preset.rollout.group_size == 2
-    assert preset.section("synthesis") == {"backend": "procedural"} and preset.section("eval") == {}
+    assert preset.tasks.domain == "browser-use" and preset.harness_options == {"max_steps": 4}
+    path.write_text('[train]\nlr = 1e-4\n[synthesis]\nbackend = "procedural"\n')
+    with pytest.raises(PresetError, match=r"mine\.toml: synthesis: unknown key"):
+        load_preset(path)
+    for key in ("grad_accum_steps", "entropy", "adv_epsilon"):
+        with pytest.raises(PresetError, match=rf"local\.toml: train\.{key}: unknown key"):
+            load_preset("local", {f"train.{key}": 1})
+    with pytest.raises(PresetError, match="gpu_memory_utilization: not read by engine.kind = 'local'"):
+        load_preset("local", {"engine.gpu_memory_utilization": 0.5})
     path.write_text("[train]\ngroup_size = 2\n[rollout]\ngroup_size = 4\n")
     with pytest.raises(PresetError, match="group_size"):
         load_preset(path)
+
+
+def test_paper_presets_carry_table_a1() -> None:
+    expected = {  # lr, task groups, G, KL, entropy, s per step, steps, pod CPUs, pod MiB
+        "claw": (1e-6, 8, 8, 0.001, 0.0, 900, 100, 2, 2048),
+        "computer-use": (5e-7, 8, 8, 0.01, 0.0, 600, 80, 4, 4096),
+        "browser-use": (1e-6, 12, 5, 0.0, 0.001, 900, 100, 2, 6144),
+    }
+    for name, row in expected.items():
+        p = load_preset(name)
+        got = (p.train.lr, p.train.train_batch_size, p.train.group_size, p.train.kl_coef, p.train.entropy_coef,
+               p.rollout.timeout_sec, p.train.steps, p.rollout.cpus, p.rollout.memory_mb)
+        assert got == row, name
+        assert "Table A1" in (p.source or "") and "not found" not in (p.source or "")

@@ -108,9 +108,11 @@ def environment_files(
     services: str | list[str],
     fixtures: dict[str, dict[str, Any]],
     harnesses: list[str] | tuple[str, ...] = (),
+    tools: list[str] | None = None,
 ) -> dict[str, str]:
     """``environment/Dockerfile``, ``environment/tools.json``, ``environment/fixtures/<svc>.json``.
 
+    ``tools`` limits tools.json to the named tools (default: every tool of the services).
     Fixtures are validated by loading them into the services (raises ``FixtureError``).
     """
     from environments.claw.core import AuditLog, FixtureError, Store  # noqa: PLC0415
@@ -121,7 +123,7 @@ def environment_files(
         raise FixtureError(f"fixtures for services not in the task: {', '.join(sorted(unknown))}")
     files = {
         "environment/Dockerfile": dockerfile_for(names, harnesses),
-        "environment/tools.json": tools_json_text(names),
+        "environment/tools.json": tools_json_text(names, tools),
     }
     for name in names:
         data = fixtures.get(name, {})

@@ -11,6 +11,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 from environments.claw.core import ServiceSpec
@@ -71,14 +72,22 @@ def tools_for(services: str | list[str]) -> list[dict[str, Any]]:
     return [tool_entry(spec, a) for spec in map(get_spec, parse_services(services)) for a in spec.actions]
 
 
-def tools_document(services: str | list[str]) -> dict[str, Any]:
-    """The whole ``environment/tools.json`` document."""
+def tools_document(services: str | list[str], only: Sequence[str] | None = None) -> dict[str, Any]:
+    """The whole ``environment/tools.json`` document; ``only`` keeps just the named tools
+    (a task that exposes one tool of a service), in the order given."""
     names = parse_services(services)
-    return {"base_url_env": BASE_URL_ENV, "services": names, "tools": tools_for(names)}
+    tools = tools_for(names)
+    if only is not None:
+        by_name = {t["name"]: t for t in tools}
+        unknown = [t for t in only if t not in by_name]
+        if unknown:
+            raise ValueError(f"tools not offered by services {','.join(names)}: {', '.join(unknown)}")
+        tools = [by_name[t] for t in only]
+    return {"base_url_env": BASE_URL_ENV, "services": names, "tools": tools}
 
 
-def tools_json_text(services: str | list[str]) -> str:
-    return json.dumps(tools_document(services), indent=2) + "\n"
+def tools_json_text(services: str | list[str], only: Sequence[str] | None = None) -> str:
+    return json.dumps(tools_document(services, only), indent=2) + "\n"
 
 
 def write_tools_json(services: str | list[str], path: str | Path) -> Path:

@@ -13,6 +13,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from flows.params import PipelineParams
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -42,10 +44,12 @@ def _emit(doc: dict[str, Any], json_out: bool) -> None:
 
 def pipeline_cmd(
     preset: Annotated[str, typer.Option(help="Preset for every stage (configs/).")] = "local",
-    rl_steps: Annotated[int, typer.Option(help="GRPO steps.")] = 2,
-    n_rl_tasks: Annotated[int, typer.Option(help="RL training tasks.")] = 4,
-    n_sft_tasks: Annotated[int, typer.Option(help="SFT tasks.")] = 4,
-    eval_tasks: Annotated[int, typer.Option(help="Held-out evaluation tasks.")] = 4,
+    rl_steps: Annotated[Optional[int], typer.Option(help="GRPO steps (default: the preset's; 0 skips GRPO).")] = None,
+    n_rl_tasks: Annotated[int, typer.Option(help="RL training tasks.")] = PipelineParams().n_rl_tasks,
+    n_sft_tasks: Annotated[int, typer.Option(help="SFT tasks.")] = PipelineParams().n_sft_tasks,
+    eval_tasks: Annotated[int, typer.Option(help="Held-out evaluation tasks.")] = PipelineParams().eval_tasks,
+    eval_samples: Annotated[int, typer.Option(help="Rollouts per held-out task and checkpoint.")] = PipelineParams().eval_samples,
+    family: Annotated[str, typer.Option(help="Procedural claw family ('all': every claw family).")] = "contact-lookup",
     teacher: Annotated[str, typer.Option(help="'oracle', 'local' or a URL.")] = "oracle",
     seed: Annotated[int, typer.Option(help="Synthesis seed.")] = 7,
     set_: Annotated[Optional[list[str]], typer.Option("--set", help="Preset override KEY=VALUE (repeatable).")] = None,
@@ -58,14 +62,14 @@ def pipeline_cmd(
 
     _prefect_env()
     from flows import progress as flow_progress
-    from flows.params import PipelineParams
     from flows.pipeline import STAGES, pipeline_flow
     from storage.admin import init_home
 
     init_home()
     console = Console(stderr=True)
     params = PipelineParams(preset=preset, rl_steps=rl_steps, n_rl_tasks=n_rl_tasks, n_sft_tasks=n_sft_tasks,
-                            eval_tasks=eval_tasks, teacher=teacher, seed=seed, overrides=_overrides(set_))
+                            eval_tasks=eval_tasks, eval_samples=eval_samples, family=None if family == "all" else family,
+                            teacher=teacher, seed=seed, overrides=_overrides(set_))
     t0 = time.perf_counter()
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console) as bar:
@@ -73,6 +77,8 @@ def pipeline_cmd(
 
         def report(name: str, index: int, total: int) -> None:
             bar.update(job, completed=index - 1, description=name)
+            if not console.is_terminal:  # a CI log, nohup, a worker: plain lines instead of a bar
+                console.print(f"[{time.perf_counter() - t0:6.0f}s] stage {index}/{total}: {name}")
 
         flow_progress.set_reporter(report)
         try:
@@ -85,15 +91,21 @@ def pipeline_cmd(
     if json_out:
         _emit(summary, True)
         return
-    table = Table(title="OpenForge pipeline: held-out reward (react harness)")
-    table.add_column("checkpoint")
-    table.add_column("mean reward", justify="right")
-    for label, value in summary["eval_mean_reward"].items():
-        table.add_row(label, f"{value:.3f}")
+    table = Table(title="OpenForge pipeline: held-out reward (react harness), mean ± standard error over n rollouts")
+    for column in ("stage", "n", "mean ± SE", "updates", "samples trained", "note"):
+        table.add_column(column, justify="left" if column in ("stage", "note") else "right")
+    for row in summary["stages"]:
+        table.add_row(row["stage"], str(row["n"]), f"{row['mean_reward']:.3f} ± {row['stderr']:.3f}",
+                      "-" if row["updates"] is None else str(row["updates"]),
+                      "-" if row["samples_trained"] is None else str(row["samples_trained"]), row["note"])
     console.print(table)
     if summary.get("rl"):
-        console.print("GRPO reward per step: " + ", ".join(f"{s['step']}: {s['reward']:.3f}" for s in summary["rl"]["steps"]))
-    console.print(f"SFT: {summary['sft']['examples']} examples, final loss {summary['sft']['final_loss']}")
+        steps = Table(title="GRPO steps (train reward)")
+        for column in ("step", "reward", "samples", "zero_var_groups", "updates", "loss"):
+            steps.add_column(column, justify="right")
+        for s in summary["rl"]["steps"]:
+            steps.add_row(*(str(s[c]) for c in ("step", "reward", "samples", "zero_var_groups", "updates", "loss")))
+        console.print(steps)
     console.print("artifacts:")
     for path in (summary["sft"]["curve_png"], (summary.get("rl") or {}).get("curve_png"), summary["radar_png"],
                  (summary.get("rl") or summary["sft"])["checkpoint"]):

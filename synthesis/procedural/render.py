@@ -34,7 +34,24 @@ def render_solve_sh(task: ProceduralTask) -> str:
             lines.append(f"call {step.tool} {shlex.quote(json.dumps(step.args, sort_keys=True))}")
         elif step.write_path:
             lines.append(f'printf %s {shlex.quote(step.content)} > "$WS/{step.write_path}"')
+        elif step.answer is not None:  # the final reply, where harnesses put it (react: logs/agent)
+            lines.append('mkdir -p "${LOGS_DIR:-/logs}/agent"')
+            lines.append(f'printf %s {shlex.quote(step.answer)} > "${{LOGS_DIR:-/logs}}/agent/final_answer.txt"')
     return "\n".join(lines) + "\n"
+
+
+def render_plan_json(task: ProceduralTask) -> str | None:
+    """``solution/plan.json`` for the oracle teacher engine (tool calls, then the final reply),
+    when the task has a final reply to teach; None otherwise (the engine reads solve.sh)."""
+    if not any(step.answer is not None for step in task.solution):
+        return None
+    plan: list[dict] = []
+    for step in task.solution:
+        if step.tool:
+            plan.append({"tool": step.tool, "arguments": step.args})
+        elif step.answer is not None:
+            plan.append({"final": step.answer})
+    return json.dumps(plan, indent=1, sort_keys=True) + "\n"
 
 
 def task_config(task: ProceduralTask, *, purpose: str = "rl", run_id: str | None = None,
@@ -60,7 +77,10 @@ def task_files(task: ProceduralTask) -> dict[str, str | bytes]:
         return task.task_files()
     from environments.claw.taskgen import environment_files  # noqa: PLC0415 - sibling room, loaded on use
 
-    files: dict[str, str | bytes] = dict(environment_files(task.services, task.fixtures))
-    files["tests/test.sh"] = render_test_sh(task.checks)
+    files: dict[str, str | bytes] = dict(environment_files(task.services, task.fixtures, tools=task.tools))
+    files["tests/test.sh"] = render_test_sh(task.checks, task.scoring)
     files["solution/solve.sh"] = render_solve_sh(task)
+    plan = render_plan_json(task)
+    if plan is not None:
+        files["solution/plan.json"] = plan
     return files

@@ -8,19 +8,21 @@ checks; :mod:`synthesis.procedural.render` turns it into a task directory.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from environments.family_registry import DIFFICULTIES, Difficulty  # noqa: F401 - DIFFICULTIES re-exported
 
 
 @dataclass
 class Step:
-    """One oracle step: a tool call (``tool`` + ``args``) or a workspace file write."""
+    """One oracle step: a tool call (``tool`` + ``args``), a workspace file write, or the
+    episode's final reply (``answer``: what the agent says when it is done)."""
 
     tool: str | None = None
     args: dict[str, Any] = field(default_factory=dict)
     write_path: str | None = None
     content: str = ""
+    answer: str | None = None
 
     @classmethod
     def call(cls, tool: str, **args: Any) -> Step:
@@ -29,6 +31,10 @@ class Step:
     @classmethod
     def write(cls, path: str, content: str) -> Step:
         return cls(write_path=path, content=content)
+
+    @classmethod
+    def reply(cls, text: str) -> Step:
+        return cls(answer=text)
 
 
 @dataclass
@@ -46,6 +52,11 @@ class ProceduralTask:
     solution: list[Step]
     checks: list[dict[str, Any]]
     keywords: list[str] = field(default_factory=list)
+    #: Tools the task offers (default: every tool of its services).
+    tools: list[str] | None = None
+    #: ``all``: reward 1 only when every check passes; ``weighted``: the weighted share of
+    #: checks passed (each check's ``weight``, default 1), for partial credit.
+    scoring: Literal["all", "weighted"] = "all"
 
     @property
     def name(self) -> str:

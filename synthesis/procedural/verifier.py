@@ -2,14 +2,17 @@
 
 A generated task's ``tests/test.sh`` is self-contained (stdlib Python only): it embeds the
 task's checks as JSON and the interpreter below, reads the services' ``/state`` and
-``/audit`` over HTTP and the agent's workspace, and writes ``reward.txt`` (1.0 only when
-every check passes) and ``reward.json`` with each check's outcome.
+``/audit`` over HTTP, the agent's workspace and its final reply, and writes ``reward.txt``
+and ``reward.json`` with each check's outcome. Scoring ``all``: 1.0 only when every check
+passes; ``weighted``: Σ weight·passed / Σ weight (partial credit; ``weight`` defaults to 1).
 
 Check kinds (``where`` maps a dotted field to ``{op: arg}``; ops: eq, ne, in, contains,
 not_contains, all_contain, time_eq, num_eq, prefix):
 - ``{"kind": "state", "service", "collection", "where", "count"? | "min"? | "max"?}``
 - ``{"kind": "audit", "service", "where", "count"? | "min"? | "max"?}`` over audit events
 - ``{"kind": "file", "path", "contains"?: [..], "number"?: x, "lines"?: [..]}`` (workspace)
+- ``{"kind": "answer", "contains"?: [..], "any_of"?: [..]}``: the harness's final reply
+  (``/logs/agent/final_answer.txt``) holds every ``contains`` string and one ``any_of`` one
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ import json, os, re, urllib.request
 from datetime import datetime
 
 CHECKS = json.loads(__CHECKS__)
+SCORING = __SCORING__
+LOGS = os.environ.get("LOGS_DIR", "/logs")
 URL = (os.environ.get("CLAW_URL") or "http://127.0.0.1:" + os.environ.get("PORT", "8790")).rstrip("/")
 WS = os.environ.get("WORKSPACE") or "/app"
 _cache = {}
@@ -117,6 +122,14 @@ def run(c):
             if got != [norm(l) for l in c["lines"]]:
                 return False
         return True
+    if kind == "answer":
+        path = os.path.join(LOGS, "agent", "final_answer.txt")
+        if not os.path.isfile(path):
+            return False
+        text = norm(open(path, encoding="utf-8", errors="replace").read())
+        if not text or not all(norm(s) in text for s in c.get("contains", [])):
+            return False
+        return not c.get("any_of") or any(norm(s) in text for s in c["any_of"])
     return False
 
 results = {}
@@ -125,8 +138,12 @@ for c in CHECKS:
         results[c["name"]] = bool(run(c))
     except Exception as exc:  # unreachable services, malformed state: the check fails
         results[c["name"]] = False
-reward = 1.0 if results and all(results.values()) else 0.0
-out = os.path.join(os.environ.get("LOGS_DIR", "/logs"), "verifier")
+if SCORING == "weighted":
+    total = sum(float(c.get("weight", 1.0)) for c in CHECKS)
+    reward = round(sum(float(c.get("weight", 1.0)) for c in CHECKS if results[c["name"]]) / total, 6) if total else 0.0
+else:
+    reward = 1.0 if results and all(results.values()) else 0.0
+out = os.path.join(LOGS, "verifier")
 os.makedirs(out, exist_ok=True)
 with open(os.path.join(out, "reward.txt"), "w") as fh:
     fh.write("%s\n" % reward)
@@ -136,11 +153,15 @@ print(json.dumps({"reward": reward, "checks": results}))
 '''
 
 
-def render_test_sh(checks: list[dict[str, Any]]) -> str:
-    """A self-contained ``tests/test.sh`` evaluating ``checks``."""
+def render_test_sh(checks: list[dict[str, Any]], scoring: str = "all") -> str:
+    """A self-contained ``tests/test.sh`` evaluating ``checks`` (``scoring``: all | weighted)."""
     names = [c["name"] for c in checks]
     if len(set(names)) != len(names):
         raise ValueError(f"verifier checks: duplicate names in {names}")
+    if scoring not in ("all", "weighted"):
+        raise ValueError(f"verifier scoring: {scoring!r} is not 'all' or 'weighted'")
+    if scoring == "weighted" and not any(float(c.get("weight", 1.0)) > 0 for c in checks):
+        raise ValueError("verifier checks: weighted scoring needs a check with a positive weight")
     payload = json.dumps(json.dumps(checks, indent=1, sort_keys=True))
-    body = VERIFIER_PY.replace("__CHECKS__", payload)
+    body = VERIFIER_PY.replace("__CHECKS__", payload).replace("__SCORING__", json.dumps(scoring))
     return "#!/usr/bin/env bash\n# Generated verifier: checks the claw services' state/audit and the workspace.\nset -u\npython3 - <<'PYEOF'\n" + body.strip() + "\nPYEOF\n"

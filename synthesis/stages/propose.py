@@ -69,6 +69,13 @@ def _propose_procedural(ctx: SynthContext, want: int, stats: StageStats) -> None
             if fam in FAMILIES and FAMILY_DOMAIN.get(fam, "claw") == ctx.config.domain:
                 by_family[fam].append(item)
     families = sorted(by_family) or sorted(f for f in FAMILIES if FAMILY_DOMAIN.get(f, "claw") == ctx.config.domain)
+    if ctx.config.families:
+        wrong = [f for f in ctx.config.families if FAMILY_DOMAIN.get(f) != ctx.config.domain]
+        if wrong:
+            known = sorted(f for f in FAMILIES if FAMILY_DOMAIN.get(f, "claw") == ctx.config.domain)
+            raise ValueError(f"synthesis families: {', '.join(wrong)} not {ctx.config.domain} families "
+                             f"(known: {', '.join(known)})")
+        families = list(ctx.config.families)
     limit = 50 * max(want, 1) + 100
     for i in range(limit):
         if count_candidates(ctx.engine, ctx.run_id, CandidateStatus.proposed) >= want:

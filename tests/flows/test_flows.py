@@ -42,14 +42,38 @@ def test_pipeline_flow_runs_every_stage_on_a_tiny_policy(prefect_harness, openfo
                  "rollout.max_tokens": 24, "train.group_size": 2, "train.train_batch_size": 1,
                  "sft.epochs": 1, "train.max_prompt_length": 4096}
     summary = asyncio.run(pipeline_flow(PipelineParams(preset="local", n_rl_tasks=1, n_sft_tasks=1, eval_tasks=1,
-                                                       rl_steps=1, seed=3, overrides=overrides)))
-    assert summary["distill"]["rollouts"] == 3
+                                                       eval_samples=2, rl_steps=0, seed=3, overrides=overrides)))
+    assert summary["distill"]["rollouts"] == 1, "sft.teacher_rollouts = 1: the oracle teacher is deterministic"
     assert summary["distill"]["kept_trajectories"] == 1, "the oracle teacher solves its task"
-    assert summary["sft"]["examples"] >= 1
+    assert summary["sft"]["examples"] == 1 and summary["sft"]["updates"] == 1 and summary["sft"]["overlong_dropped"] == 0
     assert Path(summary["sft"]["checkpoint"], "config.json").is_file()
-    assert [s["step"] for s in summary["rl"]["steps"]] == [1]
-    assert Path(summary["rl"]["checkpoint"], "config.json").is_file()
-    assert set(summary["eval_mean_reward"]) == {"base", "sft", "sft+rl"}
+    assert summary["rl"] is None
+    rows = {r["stage"]: r for r in summary["stages"]}
+    assert set(rows) == {"base", "sft", "sft+rl"} and all(r["n"] == 2 for r in rows.values())
+    assert rows["sft+rl"]["updates"] == 0 and "GRPO skipped" in rows["sft+rl"]["note"]
     assert Path(summary["radar_png"]).stat().st_size > 1000
     keys = asyncio.run(_artifact_keys())
     assert {"pipeline-summary", "pipeline-report", "evaluation", "behaviour"} <= keys
+
+
+@pytest.mark.slow
+def test_grpo_without_reward_variance_makes_no_update_and_fails_clearly(openforge_home: Path, tiny_policy: Path,
+                                                                       tmp_path: Path) -> None:
+    """A random tiny policy never earns a point on contact-lookup: every group is zero-variance,
+    so GRPO makes no optimiser update; the run says so instead of saving the start weights."""
+    from environments.taskdir import load_task, write_task
+    from openforge.presets import load_preset
+    from synthesis.procedural import generate
+    from synthesis.procedural.render import task_config, task_files
+    from training.workflows.rl import NoLearningSignal, rl_train
+
+    spec = generate("contact-lookup", 4)
+    write_task(tmp_path / spec.name, task_config(spec), spec.instruction, task_files(spec))
+    preset = load_preset("local", {"train.group_size": 2, "train.train_batch_size": 1, "rollout.max_tokens": 8,
+                                   "harness_options.max_steps": 1, "rollout.concurrency": 2})
+    steps: list = []
+    with pytest.raises(NoLearningSignal, match=r"0 optimiser updates in 2 steps: 2 of 2 groups had zero reward variance"):
+        asyncio.run(rl_train(preset, [load_task(tmp_path / spec.name)], steps=2, on_step=steps.append,
+                             out_dir=tmp_path / "run"))
+    assert [s.updates for s in steps] == [0, 0] and all(s.zero_variance_groups == s.groups == 1 for s in steps)
+    assert not (tmp_path / "run" / "checkpoint").exists()

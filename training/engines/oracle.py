@@ -142,7 +142,9 @@ class OracleTeacherEngine:
         if step.final is not None:
             return step.final
         if native:
-            return "<tool_call>" + json.dumps({"name": step.tool, "arguments": step.arguments}, ensure_ascii=False) + "</tool_call>"
+            # exactly as the chat template renders an assistant tool call in the history, so the
+            # next call's prompt extends this one's and the trajectory prefix-merges into one sequence
+            return "<tool_call>\n" + json.dumps({"name": step.tool, "arguments": step.arguments}, ensure_ascii=False) + "\n</tool_call>"
         return "Action: " + json.dumps({"tool": step.tool, "args": step.arguments}, ensure_ascii=False)
 
     async def chat_completions(self, body: dict[str, Any]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from environments.records import ErrorKind, RolloutSpec
@@ -137,11 +137,22 @@ def remove_sandbox(dirs: SandboxDirs) -> None:
         shutil.rmtree(dirs.sandbox, ignore_errors=True)
 
 
+def sized_for(task: TaskDir, spec: RolloutSpec) -> TaskDir:
+    """``task`` with the rollout's sandbox size (``spec.cpus`` / ``spec.memory_mb``) in place
+    of the task's own, where the run sets one."""
+    update = {k: v for k, v in (("cpus", spec.cpus), ("memory_mb", spec.memory_mb)) if v is not None}
+    if not update:
+        return task
+    environment = task.config.environment.model_copy(update=update)
+    return replace(task, config=task.config.model_copy(update={"environment": environment}))
+
+
 def load_and_lay_out(spec: RolloutSpec, rollouts_dir: Path) -> tuple[TaskDir, Path, SandboxDirs]:
     """The first step of every backend's ``start``: load the task dir (an invalid one is a
-    ``start_failed`` sandbox error) and lay out the sandbox under ``rollouts_dir/<id>``."""
+    ``start_failed`` sandbox error), size it for the rollout and lay out the sandbox under
+    ``rollouts_dir/<id>``."""
     try:
-        task = load_task(spec.task_dir)
+        task = sized_for(load_task(spec.task_dir), spec)
     except TaskDirError as exc:
         raise SandboxError(f"invalid task dir: {exc}", kind=ErrorKind.start_failed) from exc
     base = rollouts_dir / spec.rollout_id

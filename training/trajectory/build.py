@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from training.trajectory.records import RecordedCall, Sample, Trajectory
+from training.trajectory.records import RecordedCall, Sample, Trajectory, sampling_of
 from training.trajectory.retokenize import tokenize_call
 
 log = logging.getLogger(__name__)
@@ -134,6 +134,7 @@ def build_trajectory(
                 info.rollout_id, call.index, len(logprobs), len(response_ids),
             )
             logprobs = None
+        temperature, top_p, top_k = sampling_of(call.request)
         samples.append(
             Sample(
                 rollout_id=info.rollout_id,
@@ -148,6 +149,9 @@ def build_trajectory(
                 retokenized=retok,
                 policy_version=call.policy_version,
                 finish_reason=call.finish_reason,
+                temperature=temperature,
+                top_p=top_p,
+                top_k=top_k,
             )
         )
     report.n_trajectories += 1

@@ -4,8 +4,10 @@ When call k+1's prompt ids start with call k's ``prompt_ids + response_ids`` (a 
 resends its history verbatim), the two calls are one sequence: the new tokens between them
 (tool results, the next user turn) join the response with loss mask 0 and logprob 0. One
 forward pass then trains both calls. Calls that do not extend the previous one (OpenClaw
-rewrites tool-call ids, FEASIBILITY.md) start a new sequence — per-call samples need no
-merging, so this is an efficiency option, never a requirement.
+rewrites tool-call ids, FEASIBILITY.md), or that were sampled under another distribution or
+policy version, start a new sequence — per-call samples need no merging, so this is an
+efficiency option, never a requirement. It is exact for γ = 1 (every call of a trajectory
+has the same advantage); the batch builder merges only then.
 
     call 1: [P1][R1]
     call 2: [P1][R1][T1][R2]        → one sample: prompt P1, response R1 T1 R2,
@@ -22,7 +24,9 @@ from training.trajectory.records import Sample, Trajectory
 def _extends(prev: Sample, nxt: Sample) -> bool:
     context = len(prev.prompt_ids) + len(prev.response_ids)
     return (
-        len(nxt.prompt_ids) >= context
+        prev.sampling == nxt.sampling  # one sequence is scored under one sampling distribution
+        and prev.policy_version == nxt.policy_version  # ... and against one behaviour policy
+        and len(nxt.prompt_ids) >= context
         and nxt.prompt_ids[: len(prev.prompt_ids)] == prev.prompt_ids
         and nxt.prompt_ids[len(prev.prompt_ids) : context] == prev.response_ids
     )

@@ -93,6 +93,12 @@ class Sample:
     retokenized: bool = False
     policy_version: int | None = None
     finish_reason: str | None = None
+    #: The sampling distribution the engine drew the response from (the call's request):
+    #: the trainer scores the response under the same one, so that π_θ / π_old compares
+    #: like with like. ``temperature = 0`` (greedy) is scored at temperature 1, unfiltered.
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0
 
     def __post_init__(self) -> None:
         if self.loss_mask is None:
@@ -113,6 +119,24 @@ class Sample:
     @property
     def n_loss_tokens(self) -> int:
         return int(sum(self.loss_mask or ()))
+
+    @property
+    def sampling(self) -> tuple[float, float, int]:
+        return (self.temperature, self.top_p, self.top_k)
+
+
+def sampling_of(request: dict[str, Any] | None) -> tuple[float, float, int]:
+    """``(temperature, top_p, top_k)`` of an engine request body, with the engines'
+    defaults (1, 1, 0 = off) for what it leaves out; vLLM's ``top_k = -1`` means off."""
+    request = request or {}
+
+    def number(key: str, default: float) -> float:
+        value = request.get(key)
+        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else default
+
+    top_k = request.get("top_k")
+    return (number("temperature", 1.0), number("top_p", 1.0),
+            int(top_k) if isinstance(top_k, int) and not isinstance(top_k, bool) and top_k > 0 else 0)
 
 
 @dataclass

@@ -29,26 +29,59 @@ def sample_tasks(tasks: Sequence[TaskDir], n: int, rng: random.Random) -> list[T
     return out
 
 
+class CompositionError(ValueError):
+    """A preset asks for a combination this build cannot run (the message names the key)."""
+
+
 def local_engine(preset: Preset, model_path: str | Path | None) -> Any:
-    """The in-process policy engine for ``model_path`` (default model when None)."""
+    """The in-process policy engine for ``model_path`` (else ``engine.model_path``, else the
+    default model). ``engine.kind`` must be ``local``: this loop holds the policy in-process."""
+    if preset.engine.kind != "local":
+        raise CompositionError(
+            f"preset {preset.name!r}: engine.kind = {preset.engine.kind!r} is not served by the local "
+            "training loop (it trains the in-process engine); use --set engine.kind=local")
+    import torch  # noqa: PLC0415
+
+    if preset.engine.device.startswith("cuda") and not torch.cuda.is_available():
+        raise CompositionError(f"preset {preset.name!r}: engine.device = {preset.engine.device!r} but this "
+                               "machine has no CUDA device; use --set engine.device=cpu")
     from training.engines.local import LocalEngine  # noqa: PLC0415 - loads torch
 
+    path = model_path or preset.engine.model_path
     return LocalEngine(
-        str(model_path) if model_path else None,
+        str(path) if path else None,
         device=preset.engine.device,
+        dtype=getattr(torch, preset.engine.dtype),
         max_batch_size=preset.engine.max_batch,
         seed=preset.train.seed,
+    )
+
+
+def rollout_service(preset: Preset, engine: Any, *, run_id: str, harness: str | None = None,
+                    model: str = "policy", refill: bool = True) -> Any:
+    """The one place a run's rollout machinery is assembled from its preset: ``engine``
+    behind the recording proxy, the sandbox backend, the scheduler (concurrency, refills,
+    timeout), the harness and its options, the generation budget and the sandbox size."""
+    from training.workflows.service import RolloutService  # noqa: PLC0415 - starts the proxy on enter
+
+    r = preset.rollout
+    return RolloutService(
+        engine, backend=r.backend, harness=harness or r.harness, concurrency=r.concurrency,
+        refill=r.max_refills if (refill and r.refill) else 0, timeout_sec=r.timeout_sec,
+        harness_options=harness_options(preset), run_id=run_id, model=model, cpus=r.cpus, memory_mb=r.memory_mb,
     )
 
 
 def harness_options(preset: Preset) -> dict[str, Any]:
     """Adapter options from the preset; they carry its generation budget, which
     :class:`training.workflows.service.RolloutService` also applies at the proxy."""
-    options = dict(preset.section("harness_options"))
+    options = dict(preset.harness_options)
     options.setdefault("max_tokens", preset.rollout.max_tokens)
     if preset.rollout.max_total_tokens is not None:
         options.setdefault("max_total_tokens", preset.rollout.max_total_tokens)
     options.setdefault("temperature", preset.rollout.temperature)
+    if preset.rollout.top_p < 1.0:
+        options.setdefault("top_p", preset.rollout.top_p)
     return options
 
 

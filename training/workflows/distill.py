@@ -21,8 +21,7 @@ from environments.taskdir import TaskDir
 from openforge.presets import Preset
 from openforge.settings import get_settings
 from training.trajectory.sft import filter_sft_trajectories, sft_examples, sft_messages, write_sft_jsonl, write_sft_parquet
-from training.workflows.common import harness_options, local_engine, outcome_counts
-from training.workflows.service import RolloutService
+from training.workflows.common import local_engine, rollout_service, outcome_counts
 
 
 class DistillReport(BaseModel):
@@ -75,11 +74,8 @@ async def distill(
     tokenizer = AutoTokenizer.from_pretrained(resolve_model(model_path))
     engine = _teacher_engine(teacher, preset, tasks, tokenizer, model_path)
     try:
-        async with RolloutService(
-            engine, backend=preset.rollout.backend, harness=preset.rollout.harness,
-            concurrency=preset.rollout.concurrency, timeout_sec=preset.rollout.timeout_sec,
-            harness_options=harness_options(preset), run_id=run_id, model=teacher if teacher != "local" else "policy",
-        ) as service:
+        async with rollout_service(preset, engine, run_id=run_id, refill=False,
+                                   model=teacher if teacher != "local" else "policy") as service:
             results = await service.run_groups(tasks, n_per_task, role="teacher")
             trajectories, _ = service.trajectories(results, tokenizer=tokenizer)
     finally:
@@ -87,6 +83,7 @@ async def distill(
     kept, report = filter_sft_trajectories(
         trajectories, success_threshold=preset.sft.success_threshold,
         max_identical_run=preset.sft.max_identical_run, max_identical_actions=preset.sft.max_identical_actions,
+        shortest_per_task=preset.sft.shortest_per_task,
     )
     jsonl = out / "sft.jsonl"
     parquet = out / "sft.parquet"

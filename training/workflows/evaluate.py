@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,8 +16,7 @@ from openforge.presets import Preset
 from training.evaluation.behaviour import Trajectory as BehaviourTrajectory
 from training.evaluation.behaviour import capabilities, tool_usage
 from training.evaluation.passk import Outcome, score
-from training.workflows.common import harness_options, local_engine, outcome_counts
-from training.workflows.service import RolloutService
+from training.workflows.common import local_engine, rollout_service, outcome_counts
 
 
 class HarnessEval(BaseModel):
@@ -24,6 +24,8 @@ class HarnessEval(BaseModel):
     tasks: int
     samples: int
     mean_reward: float
+    #: Standard error of the mean over the scored rollouts (sample sd / sqrt(n)).
+    stderr: float = 0.0
     pass_at: dict[int, float]
     pass_hat: dict[int, float]
     outcomes: dict[str, int]
@@ -41,6 +43,16 @@ class EvalReport(BaseModel):
     @property
     def mean_reward(self) -> float:
         return sum(h.mean_reward for h in self.harnesses) / len(self.harnesses) if self.harnesses else 0.0
+
+    @property
+    def stderr(self) -> float:
+        """Standard error of :attr:`mean_reward` (harnesses independent)."""
+        k = len(self.harnesses)
+        return math.sqrt(sum(h.stderr**2 for h in self.harnesses)) / k if k else 0.0
+
+    @property
+    def samples(self) -> int:
+        return sum(h.samples for h in self.harnesses)
 
 
 def _tool_names(task: TaskDir) -> list[str]:
@@ -72,11 +84,8 @@ async def evaluate(
     tools_by_task = {t.id: _tool_names(t) for t in tasks}
     try:
         for harness in harnesses:
-            async with RolloutService(
-                engine, backend=preset.rollout.backend, harness=harness, concurrency=preset.rollout.concurrency,
-                timeout_sec=preset.rollout.timeout_sec, harness_options=harness_options(preset),
-                run_id=run_id or f"eval-{label}-{int(time.time())}",
-            ) as service:
+            async with rollout_service(preset, engine, harness=harness, refill=False,
+                                       run_id=run_id or f"eval-{label}-{int(time.time())}") as service:
                 results = await service.run_groups(tasks, n, role="eval", tag=harness)
                 calls = service.calls_of(results)
             per_harness_outcomes[harness] = outcome_counts(results)
@@ -88,8 +97,9 @@ async def evaluate(
     finally:
         await engine.aclose()
     table = [
-        HarnessEval(harness=s.harness, tasks=s.tasks, samples=s.samples, mean_reward=s.mean_reward, pass_at=s.pass_at,
-                    pass_hat=s.pass_hat, outcomes=per_harness_outcomes.get(s.harness, {}))
+        HarnessEval(harness=s.harness, tasks=s.tasks, samples=s.samples, mean_reward=s.mean_reward,
+                    stderr=standard_error([o.reward for o in outcomes if o.harness == s.harness and o.reward is not None]),
+                    pass_at=s.pass_at, pass_hat=s.pass_hat, outcomes=per_harness_outcomes.get(s.harness, {}))
         for s in score(outcomes, ks=range(1, k + 1))
     ]
     per_task: dict[str, list[float]] = {}
@@ -101,6 +111,15 @@ async def evaluate(
         capabilities=capabilities(trajectories), tool_usage=dict(tool_usage(trajectories).most_common()),
         per_task_reward={t: sum(v) / len(v) for t, v in sorted(per_task.items())}, seconds=time.perf_counter() - t0,
     )
+
+
+def standard_error(values: Sequence[float]) -> float:
+    """sd / sqrt(n) with the unbiased sd; 0 for fewer than two values."""
+    n = len(values)
+    if n < 2:
+        return 0.0
+    mean = sum(values) / n
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1) / n)
 
 
 def compare_png(reports: Sequence[EvalReport], path: str | Path) -> Path:
@@ -115,7 +134,7 @@ def summary_rows(reports: Sequence[EvalReport]) -> list[dict[str, Any]]:
     for r in reports:
         for h in r.harnesses:
             rows.append({"checkpoint": r.label, "harness": h.harness, "tasks": h.tasks, "samples": h.samples,
-                         "mean_reward": round(h.mean_reward, 4),
+                         "mean_reward": round(h.mean_reward, 4), "stderr": round(h.stderr, 4),
                          **{f"pass@{k}": round(v, 4) for k, v in h.pass_at.items()},
                          **{f"pass^{k}": round(v, 4) for k, v in h.pass_hat.items()}})
     return rows

@@ -22,10 +22,9 @@ from environments.taskdir import TaskDir
 from openforge.presets import Preset
 from openforge.settings import get_settings
 from storage.db import make_engine
-from training.trajectory import assign_group_advantages
-from training.workflows.common import harness_options, local_engine, mean_reward, outcome_counts, sample_tasks
+from training.trajectory import prepare_grpo_batch
+from training.workflows.common import local_engine, rollout_service, mean_reward, outcome_counts, sample_tasks
 from training.workflows.plots import curves_png
-from training.workflows.service import RolloutService
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +38,8 @@ class StepRecord(BaseModel):
     groups: int
     zero_variance_groups: int
     samples: int
+    overlong_dropped: int = 0
+    updates: int = 0
     metrics: dict[str, float] = Field(default_factory=dict)
     seconds: float
 
@@ -51,6 +52,19 @@ class RLReport(BaseModel):
     curve_png: str | None
     seconds: float
 
+    @property
+    def updates(self) -> int:
+        return sum(s.updates for s in self.steps)
+
+    @property
+    def samples_trained(self) -> int:
+        return sum(s.samples for s in self.steps if s.updates)
+
+
+class NoLearningSignal(RuntimeError):
+    """A GRPO run that made no optimiser update: every group had zero reward variance (or
+    no sample fit the window), so the "trained" checkpoint would be the start weights."""
+
 
 async def rl_train(
     preset: Preset,
@@ -62,7 +76,9 @@ async def rl_train(
     out_dir: str | Path | None = None,
     on_step: Callable[[StepRecord], None] | None = None,
 ) -> RLReport:
-    """Run GRPO for ``steps`` (default ``train.steps``); returns the per-step report."""
+    """Run GRPO for ``steps`` (default ``train.steps``); returns the per-step report.
+
+    Raises :class:`NoLearningSignal` when no step made an optimiser update."""
     from training.trainers.local import LocalTrainer  # noqa: PLC0415 - torch
 
     t0 = time.perf_counter()
@@ -75,41 +91,52 @@ async def rl_train(
     engine = local_engine(preset, model_path)
     db = make_engine(get_settings().db_url)
     trainer = LocalTrainer(engine_model_copy(engine), engine.tokenizer, cfg, device=preset.engine.device,
-                           db_engine=db, run_id=run_id)
+                           db_engine=db, run_id=run_id, in_process_engine=True)
     records: list[StepRecord] = []
     try:
-        async with RolloutService(
-            engine, backend=preset.rollout.backend, harness=preset.rollout.harness,
-            concurrency=preset.rollout.concurrency, refill=preset.rollout.max_refills if preset.rollout.refill else 0,
-            timeout_sec=preset.rollout.timeout_sec, harness_options=harness_options(preset), run_id=run_id,
-        ) as service:
+        async with rollout_service(preset, engine, run_id=run_id) as service:
             for step in range(1, steps + 1):
                 s0 = time.perf_counter()
                 batch = sample_tasks(tasks, cfg.train_batch_size, rng)
                 results = await service.run_groups(batch, cfg.group_size, role="train", tag=f"s{step}")
-                trajectories, _ = service.trajectories(results, gamma=cfg.gamma, tokenizer=engine.tokenizer)
-                samples, groups = assign_group_advantages(trajectories, gamma=cfg.gamma)
+                samples, report = prepare_grpo_batch(
+                    service.recorded(results), gamma=cfg.gamma, eps=cfg.adv_eps, norm_by_std=cfg.norm_adv_by_std,
+                    drop_zero_variance=cfg.drop_zero_variance_groups, merge=True, tokenizer=engine.tokenizer,
+                )
                 metrics: dict[str, float] = {}
-                if samples:
+                if any(s.advantage != 0.0 for s in samples) or cfg.kl_coef or cfg.entropy_coef:
                     metrics = trainer.step(samples)
-                    trainer.push_weights(engine)
+                    if metrics.get("updated"):
+                        trainer.push_weights(engine)
+                trainable = [r for r in results if r.trainable]
                 record = StepRecord(
                     step=step, reward_mean=mean_reward(results),
-                    success_rate=sum((r.reward or 0) >= 1.0 for r in results if r.trainable) / max(1, sum(r.trainable for r in results)),
+                    success_rate=sum((r.reward or 0) >= 1.0 for r in trainable) / max(1, len(trainable)),
                     episode_calls=sum(r.n_calls for r in results) / max(1, len(results)),
-                    outcomes=outcome_counts(results), groups=groups.n_groups,
-                    zero_variance_groups=len(groups.zero_variance_groups), samples=len(samples), metrics=metrics,
-                    seconds=time.perf_counter() - s0,
+                    outcomes=outcome_counts(results), groups=report.groups.n_groups,
+                    zero_variance_groups=report.zero_variance_groups, samples=int(metrics.get("samples", 0)),
+                    overlong_dropped=int(metrics.get("overlong_dropped", 0)),
+                    updates=int(metrics.get("updates", 0)) if metrics.get("updated") else 0,
+                    metrics={**metrics, **report.as_metrics()}, seconds=time.perf_counter() - s0,
                 )
                 if trainer.recorder is not None:
                     trainer.recorder.log(step, {"rollout_reward_mean": record.reward_mean,
                                                 "rollout_success_rate": record.success_rate,
                                                 "episode_calls": record.episode_calls,
-                                                "zero_variance_groups": float(record.zero_variance_groups)})
+                                                "zero_variance_groups": float(record.zero_variance_groups),
+                                                "updates": float(record.updates)})
                 records.append(record)
-                log.info("rl step %d: reward %.3f, %d samples", step, record.reward_mean, record.samples)
+                log.info("rl step %d: reward %.3f, %d samples, %d/%d zero-variance groups, %d updates", step,
+                         record.reward_mean, record.samples, record.zero_variance_groups, record.groups, record.updates)
                 if on_step is not None:
                     on_step(record)
+        if steps and not any(r.updates for r in records):
+            zero = sum(r.zero_variance_groups for r in records)
+            groups = sum(r.groups for r in records)
+            raise NoLearningSignal(
+                f"GRPO made 0 optimiser updates in {len(records)} steps: {zero} of {groups} groups had zero reward "
+                f"variance and {sum(r.overlong_dropped for r in records)} samples exceeded the window; the policy "
+                "is unchanged (raise train.group_size or use tasks the policy solves sometimes)")
         checkpoint = trainer.save_checkpoint(out / "checkpoint")
         trainer.finish("completed", {"final_reward_mean": records[-1].reward_mean if records else None})
     except BaseException:

@@ -51,6 +51,8 @@ class RolloutService:
         run_id: str | None = None,
         model: str = "policy",
         budget: GenerationBudget | None = None,
+        cpus: float | None = None,
+        memory_mb: int | None = None,
     ) -> None:
         self.engine = engine
         self.backend_name = backend
@@ -63,6 +65,8 @@ class RolloutService:
         self.run_id = run_id or uuid.uuid4().hex[:12]
         self.model = model
         self.budget = budget if budget is not None else GenerationBudget.from_mapping(self.harness_options)
+        self.cpus = cpus
+        self.memory_mb = memory_mb
         self._stack = AsyncExitStack()
         self.scheduler: Scheduler | None = None
 
@@ -95,6 +99,7 @@ class RolloutService:
                         rollout_id=new_rollout_id(), task_dir=str(task.path), task_id=task.id, harness=self.harness,
                         group_id=group_id, run_id=self.run_id, role=role, model=self.model,
                         timeout_sec=self.timeout_sec, harness_options=self.harness_options,
+                        cpus=self.cpus, memory_mb=self.memory_mb,
                     )
                 )
         return specs
@@ -120,10 +125,12 @@ class RolloutService:
         self, results: Sequence[RolloutResult], *, gamma: float = 1.0, tokenizer: Any | None = None
     ) -> tuple[list[Trajectory], BuildReport]:
         """Samples of the finished rollouts, rebuilt from the DB (status from the result)."""
+        return build_trajectories(self.recorded(results), gamma=gamma, tokenizer=tokenizer)
+
+    def recorded(self, results: Sequence[RolloutResult]) -> list[tuple[RolloutResult, list[Any]]]:
+        """``(result, recorded calls)`` of every finished rollout, read back from the DB."""
         by_id = {r.rollout_id: r for r in results}
-        pairs = load_rollouts_with_calls(self.db, rollout_ids=list(by_id))
-        items = [(by_id[row.id], calls) for row, calls in pairs]
-        return build_trajectories(items, gamma=gamma, tokenizer=tokenizer)
+        return [(by_id[row.id], calls) for row, calls in load_rollouts_with_calls(self.db, rollout_ids=list(by_id))]
 
     def calls_of(self, results: Sequence[RolloutResult]) -> dict[str, list[dict[str, Any]]]:
         """Recorded calls per rollout id, as plain dicts (for analysis)."""

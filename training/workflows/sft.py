@@ -20,6 +20,9 @@ class SFTReport(BaseModel):
     run_id: str
     examples: int
     updates: int
+    #: Examples trained on at least once, and examples dropped as longer than sft.max_length.
+    examples_trained: int = 0
+    overlong_dropped: int = 0
     losses: list[float]
     checkpoint: str
     curve_png: str | None
@@ -53,18 +56,28 @@ def sft_train(
                                                db_engine=db, run_id=run_id)
         rng = random.Random(preset.train.seed)
         losses: list[float] = []
-        for _epoch in range(preset.sft.epochs):
+        updates = trained = overlong = 0
+        for epoch in range(preset.sft.epochs):
             order = list(examples)
             rng.shuffle(order)
             for i in range(0, len(order), preset.sft.batch_size):
                 metrics = trainer.sft_step(order[i : i + preset.sft.batch_size])
-                losses.append(metrics.get("loss", 0.0))
-                if on_update is not None:
-                    on_update(len(losses), metrics)
+                if epoch == 0:
+                    trained += int(metrics.get("examples", 0))
+                    overlong += int(metrics.get("overlong_dropped", 0))
+                if metrics.get("updated"):
+                    updates += 1
+                    losses.append(metrics.get("loss", 0.0))
+                    if on_update is not None:
+                        on_update(updates, metrics)
+        if not updates:
+            raise ValueError(f"{data}: SFT made 0 updates: all {len(examples)} examples are longer than "
+                             f"sft.max_length = {preset.sft.max_length} tokens ({overlong} dropped) or learn nothing")
         checkpoint = trainer.save_checkpoint(out / "checkpoint")
         trainer.finish("completed", {"examples": len(examples), "final_loss": losses[-1] if losses else None})
     finally:
         db.dispose()
     png = curves_png({"sft_loss": list(enumerate(losses, 1))}, out / "sft_loss.png", title="SFT", xlabel="update")
-    return SFTReport(run_id=run_id, examples=len(examples), updates=len(losses), losses=losses,
+    return SFTReport(run_id=run_id, examples=len(examples), updates=updates, examples_trained=trained,
+                     overlong_dropped=overlong, losses=losses,
                      checkpoint=str(checkpoint), curve_png=str(png), seconds=time.perf_counter() - t0)

@@ -2,7 +2,8 @@
 
 It registers the task's tools natively (or through a text protocol), so it needs no
 skills. Options: ``mode`` ("auto" | "native" | "text"), ``max_steps`` (30),
-``bash_timeout`` (120 s), ``max_tokens``, ``temperature``.
+``bash_timeout`` (120 s), ``max_tokens``, ``temperature``, ``top_p``, ``builtin_tools``
+(true: bash / read_file / write_file besides the task's tools; false: the task's only).
 """
 
 from __future__ import annotations
@@ -44,6 +45,10 @@ class ReactHarness(Harness):
             argv += ["--max-tokens", str(int(o["max_tokens"]))]
         if "temperature" in o:
             argv += ["--temperature", str(float(o["temperature"]))]
+        if not o.get("builtin_tools", True):
+            argv.append("--no-builtin-tools")
+        if "top_p" in o:
+            argv += ["--top-p", str(float(o["top_p"]))]
         if ctx.services_url:
             argv += ["--services-url", ctx.services_url]
         return argv

@@ -34,6 +34,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--bash-timeout", type=float, default=120.0)
     p.add_argument("--max-tokens", type=int)
     p.add_argument("--temperature", type=float)
+    p.add_argument("--top-p", type=float)
+    p.add_argument("--no-builtin-tools", action="store_true", help="offer the task's tools only")
     return p
 
 
@@ -50,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         tools=load_tools_file(args.tools_file) if args.tools_file else [],
         services_url=args.services_url, mode=args.mode, max_steps=args.max_steps,
         bash_timeout=args.bash_timeout, max_tokens=args.max_tokens, temperature=args.temperature,
+        top_p=args.top_p, builtin_tools=not args.no_builtin_tools,
     )
     result = asyncio.run(run_react(cfg))
     log.info("react: %s after %d steps (%d calls, %d malformed)", result.status, result.steps,

@@ -62,6 +62,8 @@ class ReactConfig:
     bash_timeout: float = 120.0
     max_tokens: int | None = None
     temperature: float | None = None
+    top_p: float | None = None
+    builtin_tools: bool = True  # offer bash / read_file / write_file besides the task's tools
     request_timeout: float = 600.0
 
 
@@ -89,7 +91,7 @@ def classify_bad_request(message: str) -> tuple[str, str]:
 class _Episode:
     def __init__(self, cfg: ReactConfig) -> None:
         self.cfg = cfg
-        self.box = ToolBox(cfg.workspace, cfg.tools, cfg.services_url, cfg.bash_timeout)
+        self.box = ToolBox(cfg.workspace, cfg.tools, cfg.services_url, cfg.bash_timeout, builtin=cfg.builtin_tools)
         self.native = cfg.mode in ("auto", "native")
         self.result = ReactResult(status="step_limit", mode="native" if self.native else "text")
         self.messages: list[dict[str, Any]] = []
@@ -116,6 +118,8 @@ class _Episode:
             kwargs["max_tokens"] = self.cfg.max_tokens
         if self.cfg.temperature is not None:
             kwargs["temperature"] = self.cfg.temperature
+        if self.cfg.top_p is not None:
+            kwargs["top_p"] = self.cfg.top_p
         self.result.n_calls += 1
         return await client.chat.completions.create(**kwargs)
 

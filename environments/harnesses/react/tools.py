@@ -42,16 +42,18 @@ def truncate(text: str, limit: int = MAX_OBSERVATION) -> str:
 
 
 class ToolBox:
-    """Runs tool calls; ``specs`` lists every tool (builtins first, task tools after)."""
+    """Runs tool calls; ``specs`` lists every tool (builtins first, task tools after).
+    ``builtin = False`` offers the task's tools only (bash / read_file / write_file refused)."""
 
     def __init__(self, workspace: Path, task_tools: list[dict[str, Any]], services_url: str | None,
-                 bash_timeout: float = 120.0) -> None:
+                 bash_timeout: float = 120.0, builtin: bool = True) -> None:
         self.workspace = workspace
         self.services_url = (services_url or "").rstrip("/") or None
         self.bash_timeout = bash_timeout
+        self.builtin = builtin
         names = {t["name"] for t in BUILTIN_TOOLS}
         self.task_tools = {t["name"]: t for t in task_tools if t["name"] not in names}
-        self.specs = BUILTIN_TOOLS + list(self.task_tools.values())
+        self.specs = (BUILTIN_TOOLS if builtin else []) + list(self.task_tools.values())
         self._http = httpx.AsyncClient(timeout=60.0)
 
     async def aclose(self) -> None:
@@ -65,14 +67,14 @@ class ToolBox:
 
     async def call(self, name: str, args: dict[str, Any]) -> str:
         try:
-            if name == "bash":
-                return await self._bash(str(args.get("command", "")))
-            if name == "read_file":
-                return self._read(args)
-            if name == "write_file":
-                return self._write(args)
             if name in self.task_tools:
                 return await self._service(self.task_tools[name], args)
+            if self.builtin and name == "bash":
+                return await self._bash(str(args.get("command", "")))
+            if self.builtin and name == "read_file":
+                return self._read(args)
+            if self.builtin and name == "write_file":
+                return self._write(args)
         except Exception as exc:  # noqa: BLE001 - every failure is an observation
             return f"Error: {name} failed: {type(exc).__name__}: {exc}"
         known = ", ".join(t["name"] for t in self.specs)

@@ -36,3 +36,24 @@ def test_final_answer_only_without_action() -> None:
     assert is_final("Final Answer: done")
     assert not is_final('Final Answer: soon\nAction: {"tool": "bash", "args": {}}')
     assert not is_final("still working")
+
+
+def test_toolbox_without_builtins_offers_and_runs_the_task_tools_only(tmp_path) -> None:  # noqa: ANN001
+    import asyncio
+
+    from environments.harnesses.react.tools import BUILTIN_TOOLS, ToolBox
+
+    task_tool = {"name": "contacts_search", "description": "d", "input_schema": {"type": "object"},
+                 "endpoint": {"method": "POST", "path": "/contacts/search"}}
+
+    async def run(builtin: bool) -> tuple[list[str], str]:
+        box = ToolBox(tmp_path, [task_tool], None, builtin=builtin)
+        try:
+            return [t["name"] for t in box.specs], await box.call("write_file", {"path": "x.txt", "content": "hi"})
+        finally:
+            await box.aclose()
+
+    names, out = asyncio.run(run(False))
+    assert names == ["contacts_search"] and "unknown tool 'write_file'" in out and not (tmp_path / "x.txt").exists()
+    names, out = asyncio.run(run(True))
+    assert names == [t["name"] for t in BUILTIN_TOOLS] + ["contacts_search"] and (tmp_path / "x.txt").read_text() == "hi"

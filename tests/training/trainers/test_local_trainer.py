@@ -72,12 +72,79 @@ def test_micro_batch_split_does_not_change_loss_or_gradient() -> None:
     assert one["grad_norm"] == pytest.approx(many["grad_norm"], rel=1e-4)
 
 
-def test_gradient_accumulation_updates_every_n_calls() -> None:
-    trainer = LocalTrainer(make_tiny_llama(), None, _cfg(grad_accum_steps=2))
-    first = trainer.step(_group())
-    assert first["updated"] == 0.0 and trainer.global_step == 0
-    second = trainer.step(_group())
-    assert second["updated"] == 1.0 and trainer.global_step == 1
+def _engine_sampled(model, prompt: list[int], n_tokens: int, temperature: float, top_p: float, top_k: int, seed: int):  # noqa: ANN001, ANN202
+    """Tokens and logprobs drawn exactly as the local engine draws them (its choose_tokens)."""
+    from training.engines.local.sampling import RowSampler, choose_tokens
+
+    gen = torch.Generator().manual_seed(seed)
+    ids, lps = list(prompt), []
+    with torch.no_grad():
+        for _ in range(n_tokens):
+            logits = model(input_ids=torch.tensor([ids])).logits[:, -1, :]
+            choice = choose_tokens(logits, [RowSampler(temperature, top_p, top_k, 0, gen)], gen)[0]
+            ids.append(choice.token)
+            lps.append(choice.logprob)
+    return ids[len(prompt):], lps
+
+
+@pytest.mark.parametrize(("temperature", "top_p", "top_k"), [(0.7, 1.0, 0), (0.6, 0.9, 0), (1.3, 0.8, 20), (0.0, 1.0, 0)])
+def test_first_epoch_ratio_is_one_against_the_engine_at_any_sampling(temperature: float, top_p: float, top_k: int) -> None:
+    model = make_tiny_llama()
+    trajs = []
+    for i, reward in enumerate((1.0, 0.0, 0.5)):
+        response, lps = _engine_sampled(model, [1, 3, 4], 6, temperature, top_p, top_k, seed=i)
+        request = {"messages": [], "temperature": temperature, "top_p": top_p, **({"top_k": top_k} if top_k else {})}
+        call = {**chat_call(0, [1, 3, 4], response, logprobs=lps), "request": request}
+        trajs.append(build_trajectory(rollout(f"r{i}", reward=reward), [call]))
+    samples, _ = assign_group_advantages(trajs)
+    assert samples[0].sampling == (temperature, top_p, top_k)
+    metrics = LocalTrainer(model, None, _cfg()).step(samples)
+    assert metrics["engine_ratio_mean"] == pytest.approx(1.0, abs=1e-4)
+    assert metrics["ratio_mean"] == pytest.approx(1.0, abs=1e-4) and metrics["clipfrac"] == 0.0
+    # scoring the same tokens under the plain softmax instead (what the trainer did before)
+    # is measurably off-policy whenever the sampling distribution is not the plain one
+    if (temperature, top_p, top_k) != (0.0, 1.0, 0):
+        for s in samples:
+            s.temperature, s.top_p, s.top_k = 1.0, 1.0, 0
+        plain = LocalTrainer(make_tiny_llama(), None, _cfg()).step(samples)
+        assert abs(plain["engine_ratio_mean"] - 1.0) > 1e-3
+
+
+def test_overlong_samples_are_dropped_and_counted_never_truncated() -> None:
+    win = build_trajectory(rollout("win", reward=1.0), [chat_call(0, [1, 3, 4], [5, 6])])
+    lose = build_trajectory(rollout("lose", reward=0.0), [chat_call(0, [1, 3, 4, 4, 4, 4], [7, 8])])
+    long_answer = build_trajectory(rollout("long", reward=0.0), [chat_call(0, [1, 3], [7, 8, 9, 9, 9])])
+    samples, _ = assign_group_advantages([win, lose, long_answer])
+    trainer = LocalTrainer(make_tiny_llama(), None, _cfg(max_prompt_length=4, max_response_length=4))
+    metrics = trainer.step(samples)
+    assert metrics["overlong_dropped"] == 2 and metrics["samples"] == 1 and metrics["tokens"] == 2
+    # nothing fits: no update, and it says so
+    none_fit = LocalTrainer(make_tiny_llama(), None, _cfg(max_prompt_length=2, max_response_length=1)).step(samples)
+    assert none_fit["updated"] == 0.0 and none_fit["overlong_dropped"] == 3
+    sft = LocalTrainer(make_tiny_llama(), None, _cfg(algorithm="sft", max_prompt_length=2, max_response_length=3))
+    examples = [SftExample([1, 2, 3, 4], [0, 0, 1, 1]), SftExample([1, 2, 3, 4, 5, 6], [0, 0, 1, 1, 1, 1])]
+    out = sft.sft_step(examples)
+    assert out["overlong_dropped"] == 1 and out["examples"] == 1 and out["tokens"] == 2
+
+
+def test_truncated_importance_correction_weights_tokens_by_the_engine_mismatch() -> None:
+    samples = _group(logprobs=True)  # recorded logprobs of another engine (-3.4 per token)
+    off = LocalTrainer(make_tiny_llama(), None, _cfg(importance_correction="off")).step(samples)
+    auto_local = LocalTrainer(make_tiny_llama(), None, _cfg(), in_process_engine=True).step(samples)
+    assert off["importance_correction"] == 0.0 and auto_local["importance_correction"] == 0.0
+    corrected = LocalTrainer(make_tiny_llama(), None, _cfg(tis_cap=1.5), in_process_engine=False).step(samples)
+    assert corrected["importance_correction"] == 1.0
+    # π_old is the trainer's own: the clipped ratio starts at 1; the weight is capped
+    assert corrected["ratio_mean"] == pytest.approx(1.0, abs=1e-5)
+    assert 0 < corrected["tis_weight_mean"] <= 1.5
+
+
+def test_entropy_bonus_changes_the_loss_by_its_coefficient() -> None:
+    plain = LocalTrainer(make_tiny_llama(), None, _cfg()).step(_group(logprobs=False))
+    bonus = LocalTrainer(make_tiny_llama(), None, _cfg(entropy_coef=0.1)).step(_group(logprobs=False))
+    assert bonus["entropy"] > 0
+    # per_rollout weights sum to 1 over the step, so the bonus moves the loss by about c_H·H
+    assert plain["loss"] - bonus["loss"] == pytest.approx(0.1 * bonus["entropy"], rel=0.2)
 
 
 def test_per_token_and_per_rollout_normalisation_differ_on_unequal_lengths() -> None:

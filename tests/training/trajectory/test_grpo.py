@@ -64,5 +64,8 @@ def test_prepare_grpo_batch_reports_drops_and_merges() -> None:
     samples, report = prepare_grpo_batch(items, merge=True)
     assert sorted(s.rollout_id for s in samples) == ["a", "b"]
     assert [s.call_indices for s in samples if s.rollout_id == "a"] == [[0, 1]]
-    assert report["dropped"] == {"infra_error": 1} and report["zero_variance_group_ids"] == ["solo"]
-    assert report["groups"] == 2.0
+    assert dict(report.build.dropped) == {"infra_error": 1} and report.groups.zero_variance_groups == ["solo"]
+    assert report.as_metrics()["groups"] == 2.0 and report.merged and report.n_samples == 2
+    # gamma < 1: merging would give every merged call the last call's advantage, so it is off
+    samples, report = prepare_grpo_batch(items, merge=True, gamma=0.9)
+    assert not report.merged and [s.call_indices for s in samples if s.rollout_id == "a"] == [[0], [1]]

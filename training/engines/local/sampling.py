@@ -6,10 +6,13 @@ honours (``temperature``, ``top_p``, ``max_tokens``/``max_completion_tokens``, `
 ``ignore_eos``); a bad value raises :class:`EngineRequestError` naming the parameter.
 
 :func:`choose_tokens` picks one token per batch row. The logprob it reports is the
-log-probability of the chosen token under the temperature-scaled distribution,
-``log_softmax(logits / T)[token]`` (``T = 1`` for greedy rows), which is what a trainer
-recomputes with a forward pass at the same temperature. ``top_p``/``top_k`` only narrow the
-set the token is drawn from; they are not folded into the reported logprob.
+log-probability of the chosen token under the distribution it was drawn from: the
+temperature-scaled softmax restricted to the top-k / nucleus and renormalised,
+``log_softmax(filter(logits / T))[token]``. That is the behaviour policy π_old of the
+GRPO ratio, and what the local trainer recomputes for π_θ from the same per-call
+parameters (``training.trainers.local.batching.sampling_logprobs``), so the ratio is 1 on
+the first epoch. Greedy rows (``T = 0``) report the plain ``log_softmax(logits)[token]``.
+The ``top_logprobs`` alternatives are from the temperature-scaled, unfiltered distribution.
 """
 
 from __future__ import annotations
@@ -143,16 +146,18 @@ def choose_tokens(logits: torch.Tensor, rows: list[RowSampler], default_generato
     for i, row in enumerate(rows):
         if row.temperature <= 0:
             token = int(torch.argmax(logp[i]))
+            chosen = float(logp[i, token])
         else:
-            pool = _filter(logp[i], row.top_p, row.top_k)
-            probs = torch.softmax(pool, dim=-1)
+            pool = torch.log_softmax(_filter(logp[i], row.top_p, row.top_k), dim=-1)
+            probs = pool.exp()
             generator = row.generator or default_generator
             if generator.device != probs.device:
                 probs = probs.to(generator.device)
             token = int(torch.multinomial(probs, 1, generator=generator))
+            chosen = float(pool[token])
         top: list[tuple[int, float]] = []
         if row.top_logprobs:
             values, ids = torch.topk(logp[i], row.top_logprobs)
             top = list(zip(ids.tolist(), values.tolist(), strict=True))
-        choices.append(Choice(token=token, logprob=float(logp[i, token]), top=top))
+        choices.append(Choice(token=token, logprob=chosen, top=top))
     return choices

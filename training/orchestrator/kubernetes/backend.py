@@ -79,6 +79,7 @@ from training.orchestrator.kubernetes.outcome import PodTracker, PodVerdict, Thr
 from training.orchestrator.kubernetes.ratelimit import TokenBucket
 from training.orchestrator.kubernetes.warm import WarmPool
 from training.orchestrator.kubernetes.watcher import PodWatcher
+from training.orchestrator.layout import sized_for
 from training.orchestrator.runtime import runner_command
 
 log = logging.getLogger(__name__)
@@ -426,7 +427,7 @@ class KubernetesBackend:
         """Blocking part of ``start`` in one thread hop: logs dir, task, image tag (content
         images), assignment."""
         (logs / "agent").mkdir(parents=True, exist_ok=True)
-        task = _task_or_error(spec.task_dir)
+        task = sized_for(_task_or_error(spec.task_dir), spec)
         if not isinstance(self.images, ContentImages):
             return task, None, None
         image = self.images.resolve_now(task.path)

@@ -10,8 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
+
+
+#: ``(temperature, top_p, top_k)`` of one sequence's sampling distribution.
+Sampling = tuple[float, float, int]
+PLAIN: Sampling = (1.0, 1.0, 0)
 
 
 @dataclass
@@ -21,18 +27,17 @@ class Batch:
     response_index: torch.Tensor  # [B, R] long: position in input_ids of response token k
     response_ids: torch.Tensor  # [B, R] long
     mask: torch.Tensor  # [B, R] float: 1 on trained tokens
+    sampling: list[Sampling] | None = None  # per sequence; None: the plain softmax
 
     @property
     def n_tokens(self) -> int:
         return int(self.attention_mask.sum())
 
 
-def truncate(
-    prompt: Sequence[int], response: Sequence[int], max_prompt: int, max_response: int
-) -> tuple[list[int], slice]:
-    """Keep the last ``max_prompt`` prompt tokens and the first ``max_response`` response
-    tokens; returns the prompt and the slice of the response kept."""
-    return list(prompt[-max_prompt:]), slice(0, min(len(response), max_response))
+def fits(prompt_len: int, response_len: int, max_prompt: int, max_response: int) -> bool:
+    """Whether a sample fits the trainer's window. One that does not is dropped and counted,
+    never cut: a left-truncated prompt is a context the engine never sampled from."""
+    return prompt_len <= max_prompt and response_len <= max_response
 
 
 def collate(
@@ -41,6 +46,7 @@ def collate(
     masks: Sequence[Sequence[float]],
     pad_id: int,
     device: torch.device | str = "cpu",
+    sampling: Sequence[Sampling] | None = None,
 ) -> Batch:
     """Right-padded tensors for one micro-batch."""
     n = len(prompts)
@@ -59,7 +65,8 @@ def collate(
             index[b, : len(r)] = torch.arange(len(p) - 1, len(p) - 1 + len(r))
             resp[b, : len(r)] = torch.tensor(list(r), dtype=torch.long)
             mask[b, : len(r)] = torch.tensor(list(m), dtype=torch.float32)
-    return Batch(input_ids.to(device), attention.to(device), index.to(device), resp.to(device), mask.to(device))
+    return Batch(input_ids.to(device), attention.to(device), index.to(device), resp.to(device), mask.to(device),
+                 list(sampling) if sampling is not None else None)
 
 
 #: Architectures whose logits are exactly ``lm_head(last hidden state)`` (no soft-capping or
@@ -84,8 +91,49 @@ def _response_scores(model: torch.nn.Module, batch: Batch) -> torch.Tensor:
     return torch.gather(logits, 1, idx).float()
 
 
-def response_logprobs(model: torch.nn.Module, batch: Batch) -> torch.Tensor:
-    """log π(response token k) for every sequence, [B, R] (garbage where mask = 0)."""
+def sampling_log_distribution(scores: torch.Tensor, sampling: Sequence[Sampling], chosen: torch.Tensor) -> torch.Tensor:
+    """log π over the vocabulary under each sequence's sampling distribution, [B, R, V].
+
+    The same distribution the local engine draws from (``engines/local/sampling.py``): the
+    softmax of ``logits / T``, restricted to the top-k, then to the smallest nucleus whose
+    (top-k-restricted) mass reaches ``top_p``, renormalised. Greedy sequences (T = 0) are
+    scored under the plain softmax. The ``chosen`` token ([B, R]) always stays in the set,
+    so a token the engine drew is never -inf under a slightly moved policy.
+    """
+    temps = torch.tensor([t if t > 0 else 1.0 for t, _, _ in sampling], dtype=scores.dtype, device=scores.device)
+    logp = torch.log_softmax(scores / temps[:, None, None], dim=-1)
+    drop = torch.zeros_like(logp, dtype=torch.bool)  # [B, R, V]: outside the row's sampling set
+    for b, (temp, top_p, top_k) in enumerate(sampling):
+        if temp <= 0 or (top_p >= 1.0 and not 0 < top_k < logp.size(-1)):
+            continue
+        row = logp[b].detach()  # [R, V]; the set is chosen without gradient, as the engine does
+        if 0 < top_k < row.size(-1):
+            kth = torch.topk(row, top_k, dim=-1).values[:, -1:]
+            drop[b] |= row < kth
+            row = row.masked_fill(drop[b], float("-inf"))
+        if top_p < 1.0:
+            sorted_logp, order = torch.sort(row, dim=-1, descending=True)
+            probs = sorted_logp.exp()
+            beyond = (torch.cumsum(probs, dim=-1) - probs) >= top_p
+            drop[b] |= torch.zeros_like(drop[b]).scatter_(1, order, beyond)
+    if not drop.any():
+        return logp
+    drop.scatter_(2, chosen.unsqueeze(-1), False)
+    return torch.log_softmax(logp.masked_fill(drop, float("-inf")), dim=-1)
+
+
+def response_logprobs(model: torch.nn.Module, batch: Batch, *, with_entropy: bool = False) -> Any:
+    """log π(response token k) for every sequence, [B, R] (garbage where mask = 0), under
+    each sequence's sampling distribution (``batch.sampling``; the plain softmax if None).
+    With ``with_entropy``: ``(logprobs, entropy)``, the entropy of that distribution per token."""
     scores = _response_scores(model, batch)  # [B, R, V] logits that predict each response token
-    chosen = torch.gather(scores, 2, batch.response_ids.unsqueeze(-1)).squeeze(-1)  # [B, R]
-    return chosen - torch.logsumexp(scores, dim=-1)  # log softmax at the chosen token
+    if batch.sampling is not None and any(s != PLAIN for s in batch.sampling):
+        logp = sampling_log_distribution(scores, batch.sampling, batch.response_ids)
+    else:
+        logp = torch.log_softmax(scores, dim=-1)
+    chosen = torch.gather(logp, 2, batch.response_ids.unsqueeze(-1)).squeeze(-1)  # [B, R]
+    if not with_entropy:
+        return chosen
+    p = logp.exp()
+    entropy = -(p * torch.where(p > 0, logp, torch.zeros_like(logp))).sum(-1)  # [B, R]
+    return chosen, entropy

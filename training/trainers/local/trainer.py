@@ -3,13 +3,18 @@
 One :meth:`LocalTrainer.step` consumes one RL batch of :class:`~training.trajectory.Sample`
 (advantages already set by :func:`training.trajectory.assign_group_advantages`):
 
-1. per-token weights from the loss normalisation (per rollout by default);
-2. behaviour logprobs: the engine's recorded ones, or — for samples without them — the
-   current policy's (then the step is on-policy for those samples, ratio = 1);
-3. for each of ``ppo_epochs`` passes, micro-batches of ``micro_batch_size`` sequences:
-   loss = Σ w·(clipped surrogate + β·k3 KL to the frozen reference), backward;
-4. after each pass, an AdamW update with gradient clipping — or, with
-   ``grad_accum_steps = N``, after every N passes (gradients of N calls accumulate).
+1. samples longer than the window (``max_prompt_length`` / ``max_response_length``) are
+   dropped and counted (``overlong_dropped``), never truncated;
+2. per-token weights from the loss normalisation (per rollout by default);
+3. behaviour logprobs: the engine's recorded ones, or — for samples without them — the
+   current policy's (then the step is on-policy for those samples, ratio = 1); every
+   logprob is taken under the sampling distribution the call was drawn from
+   (temperature, top-p, top-k as recorded), so the first-epoch ratio is 1 up to numerics;
+   optional truncated importance sampling against the engine (``importance_correction``);
+4. for each of ``ppo_epochs`` passes, micro-batches of ``micro_batch_size`` sequences
+   (their gradients accumulate): loss = Σ w·(clipped surrogate − c_H·entropy
+   + β·k3 KL to the frozen reference), backward;
+5. after each pass, one AdamW update with gradient clipping.
 
 :meth:`sft_step` is the same loop with the NLL of the learned tokens. After an update,
 :meth:`push_weights` hands the new weights to a local engine (``engine.update_weights``).
@@ -30,7 +35,7 @@ import torch
 
 from openforge.presets import Preset, TrainConfig
 from openforge.settings import get_settings
-from training.trainers.local.batching import collate, response_logprobs, truncate
+from training.trainers.local.batching import Batch, collate, fits, response_logprobs
 from training.trainers.local.losses import grpo_token_loss, kl_k3, sft_token_loss, token_weights
 from training.trainers.local.metrics import RunRecorder
 from training.trajectory.records import Sample, SftExample
@@ -45,7 +50,7 @@ def sft_train_config(preset: Preset) -> TrainConfig:
             "algorithm": "sft",
             "lr": preset.sft.lr,
             "micro_batch_size": min(preset.train.micro_batch_size, preset.sft.batch_size),
-            # sft_step keeps the last max_prompt_length + max_response_length tokens
+            # sft_step drops (and counts) examples longer than sft.max_length
             "max_prompt_length": preset.sft.max_length // 2,
             "max_response_length": preset.sft.max_length - preset.sft.max_length // 2,
         }
@@ -65,6 +70,7 @@ class LocalTrainer:
         ref_model: torch.nn.Module | None = None,
         db_engine: Any | None = None,
         run_id: str | None = None,
+        in_process_engine: bool = True,
     ) -> None:
         self.config = config
         self.device = torch.device(device)
@@ -87,7 +93,9 @@ class LocalTrainer:
             weight_decay=config.weight_decay,
         )
         self.global_step = 0  # optimiser updates done
-        self._pending = 0  # step() calls accumulated since the last update
+        #: Whether the engine that recorded the behaviour logprobs is this process's local
+        #: engine (same weights, same numerics): importance correction is off then by default.
+        self.in_process_engine = in_process_engine
         self.run_id = run_id or f"train-{int(time.time())}"
         self.recorder = RunRecorder(db_engine, self.run_id, kind=f"{config.algorithm}-train", params=config.model_dump(mode="json")) if db_engine is not None else None
 
@@ -113,16 +121,10 @@ class LocalTrainer:
         size = self.config.micro_batch_size
         return [list(range(i, min(i + size, n))) for i in range(0, n, size)]
 
-    def _tensors(self, samples: Sequence[Sample], idx: list[int]) -> tuple[Any, list[slice]]:
-        prompts, responses, masks, kept = [], [], [], []
-        for i in idx:
-            s = samples[i]
-            prompt, keep = truncate(s.prompt_ids, s.response_ids, self.config.max_prompt_length, self.config.max_response_length)
-            prompts.append(prompt)
-            responses.append(s.response_ids[keep])
-            masks.append((s.loss_mask or [])[keep])
-            kept.append(keep)
-        return collate(prompts, responses, masks, self.pad_id, self.device), kept
+    def _tensors(self, samples: Sequence[Sample], idx: list[int]) -> Batch:
+        return collate([samples[i].prompt_ids for i in idx], [samples[i].response_ids for i in idx],
+                       [samples[i].loss_mask or [] for i in idx], self.pad_id, self.device,
+                       sampling=[samples[i].sampling for i in idx])
 
     def _filled(self, rows: list[list[float]], shape: torch.Size) -> torch.Tensor:
         out = torch.zeros(shape, dtype=torch.float32)
@@ -130,83 +132,131 @@ class LocalTrainer:
             out[b, : len(row)] = torch.tensor(row, dtype=torch.float32)
         return out.to(self.device)
 
+    def split_overlong(self, samples: Sequence[Sample]) -> tuple[list[Sample], int]:
+        """``(samples that fit the window, how many did not)``; see :func:`batching.fits`."""
+        cfg = self.config
+        kept = [s for s in samples if fits(len(s.prompt_ids), len(s.response_ids), cfg.max_prompt_length, cfg.max_response_length)]
+        if len(kept) < len(samples):
+            log.warning("%d of %d samples exceed the trainer window (prompt %d, response %d tokens): dropped",
+                        len(samples) - len(kept), len(samples), cfg.max_prompt_length, cfg.max_response_length)
+        return kept, len(samples) - len(kept)
+
     @torch.no_grad()
-    def _behaviour_logprobs(self, samples: Sequence[Sample]) -> list[list[float]]:
-        """Recorded logprobs, or the current policy's for samples recorded without them."""
-        out: list[list[float] | None] = [s.response_logprobs for s in samples]
-        missing = [i for i, s in enumerate(samples) if s.response_logprobs is None]
-        if missing:
-            self.model.eval()
-            for chunk in self._micro_batches(len(missing)):
-                idx = [missing[c] for c in chunk]
-                batch, kept = self._tensors(samples, idx)
-                lp = response_logprobs(self.model, batch).cpu()
-                for b, i in enumerate(idx):
-                    out[i] = lp[b, : kept[b].stop].tolist() + [0.0] * (len(samples[i].response_ids) - kept[b].stop)
-        return [list(x or []) for x in out]
+    def _policy_logprobs(self, samples: Sequence[Sample]) -> list[list[float]]:
+        """The current policy's logprobs of every sample's response (no gradient)."""
+        out: list[list[float]] = [[] for _ in samples]
+        self.model.eval()
+        for idx in self._micro_batches(len(samples)):
+            lp = response_logprobs(self.model, self._tensors(samples, idx)).cpu()
+            for b, i in enumerate(idx):
+                out[i] = lp[b, : len(samples[i].response_ids)].tolist()
+        return out
+
+    def _importance_correction(self) -> bool:
+        mode = self.config.importance_correction
+        return mode == "on" or (mode == "auto" and not self.in_process_engine)
 
     def step(self, samples: Sequence[Sample]) -> dict[str, float]:
-        """One GRPO step on ``samples`` (advantages set); returns the step's metrics."""
+        """One GRPO step on ``samples`` (advantages set): one optimiser update per PPO epoch.
+
+        π_old is the engine's recorded logprobs (the current policy's for samples recorded
+        without them, which makes those on-policy). With importance correction on (default
+        when the engine is not this process's), π_old is the trainer's own logprobs before
+        the update and each token's loss is weighted by the truncated ratio
+        ``min(π_old_trainer / π_engine, train.tis_cap)`` — the engine/trainer mismatch
+        correction of truncated importance sampling.
+        """
         if self.config.algorithm != "grpo":
             raise ValueError(f"train.algorithm is {self.config.algorithm!r}: use sft_step for SFT")
-        samples = [s for s in samples if s.n_loss_tokens > 0]
+        samples, overlong = self.split_overlong([s for s in samples if s.n_loss_tokens > 0])
         if not samples:
-            log.warning("GRPO step with no trainable tokens: nothing to do")
-            return {"samples": 0.0}
+            log.warning("GRPO step with no trainable tokens: no update")
+            return {"samples": 0.0, "overlong_dropped": float(overlong), "updated": 0.0}
         t0 = time.perf_counter()
         cfg = self.config
         weights = token_weights(samples, cfg.loss_norm)
-        old = self._behaviour_logprobs(samples)
+        engine_lp = [s.response_logprobs for s in samples]
+        missing = [i for i, lp in enumerate(engine_lp) if lp is None]
+        correct = self._importance_correction()
+        if correct or missing:
+            current = self._policy_logprobs(samples)
+            for i in missing:
+                engine_lp[i] = current[i]
+        old = current if correct else engine_lp
         self.model.train()
-        sums = {"loss": 0.0, "pg_loss": 0.0, "kl": 0.0, "clipfrac": 0.0, "ratio": 0.0, "approx_kl": 0.0, "logprob_diff": 0.0}
+        sums = dict.fromkeys(("loss", "pg_loss", "kl", "entropy", "clipfrac", "ratio", "approx_kl", "logprob_diff",
+                              "engine_ratio", "tis_weight"), 0.0)
         n_tok = 0.0
+        want_entropy = cfg.entropy_coef > 0
         for epoch in range(cfg.ppo_epochs):
             for chunk in self._micro_batches(len(samples)):
-                batch, kept = self._tensors(samples, chunk)
+                batch = self._tensors(samples, chunk)
                 shape = batch.mask.shape
-                old_lp = self._filled([old[i][kept[b]] for b, i in enumerate(chunk)], shape)  # [B, R]
-                adv = self._filled([[samples[i].advantage] * (kept[b].stop) for b, i in enumerate(chunk)], shape)
+                old_lp = self._filled([old[i] for i in chunk], shape)  # [B, R]
+                adv = self._filled([[samples[i].advantage] * len(samples[i].response_ids) for i in chunk], shape)
                 w = batch.mask * torch.tensor([weights[i] for i in chunk], device=self.device).unsqueeze(1)  # [B, R]
-                logp = response_logprobs(self.model, batch)  # [B, R]
+                if correct:  # truncated IS weight of the behaviour (engine) vs the trainer's π_old
+                    beh = self._filled([engine_lp[i] for i in chunk], shape)  # type: ignore[misc]
+                    is_w = torch.clamp(torch.exp(torch.clamp(old_lp - beh, -20.0, 20.0)), max=cfg.tis_cap)
+                    w = w * is_w
+                if want_entropy:
+                    logp, entropy = response_logprobs(self.model, batch, with_entropy=True)
+                else:
+                    logp, entropy = response_logprobs(self.model, batch), torch.zeros(shape, device=self.device)
                 pg, clipped = grpo_token_loss(
                     logp, old_lp, adv, clip_low=cfg.clip_eps_low, clip_high=cfg.clip_eps_high, dual_clip_c=cfg.dual_clip_c
                 )
-                per_token = pg
+                per_token = pg - cfg.entropy_coef * entropy
                 kl = torch.zeros_like(pg)
                 if self.ref_model is not None:
                     with torch.no_grad():
                         ref_lp = response_logprobs(self.ref_model, batch)
                     kl = kl_k3(logp, ref_lp)
-                    per_token = pg + cfg.kl_coef * kl
+                    per_token = per_token + cfg.kl_coef * kl
                 # Σ w·ℓ over this micro-batch; the weights already normalise over the step
-                loss = (per_token * w).sum() / cfg.grad_accum_steps
+                loss = (per_token * w).sum()
                 loss.backward()
                 with torch.no_grad():
                     m = batch.mask
                     sums["loss"] += float((per_token * w).sum()) / cfg.ppo_epochs
                     sums["pg_loss"] += float((pg * w).sum()) / cfg.ppo_epochs
                     sums["kl"] += float((kl * w).sum()) / cfg.ppo_epochs
+                    sums["entropy"] += float((entropy * m).sum())
                     sums["clipfrac"] += float((clipped.float() * m).sum())
                     sums["ratio"] += float((torch.exp(logp - old_lp) * m).sum())
                     sums["approx_kl"] += float(((old_lp - logp) * m).sum())
                     if epoch == 0:
                         sums["logprob_diff"] += float(((old_lp - logp).abs() * m).sum())
+                        beh = self._filled([engine_lp[i] for i in chunk], shape)  # type: ignore[misc]
+                        sums["engine_ratio"] += float((torch.exp(torch.clamp(logp - beh, -20.0, 20.0)) * m).sum())
+                        if correct:
+                            sums["tis_weight"] += float((is_w * m).sum())
                     n_tok += float(m.sum())
-            update = self._maybe_update()  # one optimiser update per pass (PPO epochs)
+            update = self._update()  # one optimiser update per pass (PPO epoch)
+        per_pass = max(n_tok / cfg.ppo_epochs, 1.0)
         metrics = {
             "loss": sums["loss"],
             "pg_loss": sums["pg_loss"],
             "kl": sums["kl"],
+            "entropy": sums["entropy"] / max(n_tok, 1.0),
             "clipfrac": sums["clipfrac"] / max(n_tok, 1.0),
             "ratio_mean": sums["ratio"] / max(n_tok, 1.0),
             "approx_kl": sums["approx_kl"] / max(n_tok, 1.0),
-            "logprob_diff": sums["logprob_diff"] / max(n_tok / cfg.ppo_epochs, 1.0),
+            "logprob_diff": sums["logprob_diff"] / per_pass,
+            # π_θ / π_engine on the first pass: 1 up to numerics when the trainer scores the
+            # engine's sampling distribution exactly (the first epoch of an on-policy step)
+            "engine_ratio_mean": sums["engine_ratio"] / per_pass,
+            "importance_correction": float(correct),
             "samples": float(len(samples)),
+            "overlong_dropped": float(overlong),
             "trajectories": float(len({s.rollout_id for s in samples})),
-            "tokens": n_tok / cfg.ppo_epochs,
+            "tokens": per_pass,
             "adv_abs_mean": sum(abs(s.advantage) for s in samples) / len(samples),
             "reward_mean": _mean_by_rollout(samples),
+            "updates": float(cfg.ppo_epochs),
         }
+        if correct:
+            metrics["tis_weight_mean"] = sums["tis_weight"] / per_pass
         metrics.update(update)
         metrics["seconds"] = time.perf_counter() - t0
         metrics["tokens_per_s"] = metrics["tokens"] * cfg.ppo_epochs / max(metrics["seconds"], 1e-9)
@@ -219,10 +269,16 @@ class LocalTrainer:
         t0 = time.perf_counter()
         seqs = [e if isinstance(e, SftExample) else SftExample.from_sample(e) for e in examples]
         seqs = [e for e in seqs if sum(e.loss_mask) > 0]
-        if not seqs:
-            return {"examples": 0.0}
-        total = float(sum(sum(e.loss_mask) for e in seqs))
         max_len = self.config.max_prompt_length + self.config.max_response_length
+        fitting = [e for e in seqs if len(e.input_ids) <= max_len]
+        overlong = len(seqs) - len(fitting)
+        if overlong:
+            log.warning("%d of %d SFT examples are longer than %d tokens: dropped (raise sft.max_length)",
+                        overlong, len(seqs), max_len)
+        seqs = fitting
+        if not seqs:
+            return {"examples": 0.0, "overlong_dropped": float(overlong), "updated": 0.0}
+        total = float(sum(sum(e.loss_mask) for e in seqs))
         self.model.train()
         loss_sum = 0.0
         for chunk in self._micro_batches(len(seqs)):
@@ -231,7 +287,7 @@ class LocalTrainer:
             # prompts then cost one forward pass but no LM-head logits.
             prompts, responses, masks = [], [], []
             for i in chunk:
-                ids, mask = seqs[i].input_ids[-max_len:], seqs[i].loss_mask[-max_len:]
+                ids, mask = seqs[i].input_ids, seqs[i].loss_mask
                 first = max(1, next((j for j, m in enumerate(mask) if m), 1))
                 prompts.append(ids[:first])
                 responses.append(ids[first:])
@@ -239,26 +295,22 @@ class LocalTrainer:
             batch = collate(prompts, responses, masks, self.pad_id, self.device)
             logp = response_logprobs(self.model, batch)  # [B, R]
             loss = (sft_token_loss(logp) * batch.mask).sum() / total  # token-mean over the step
-            (loss / self.config.grad_accum_steps).backward()
+            loss.backward()
             loss_sum += float(loss.detach())
-        metrics = {"loss": loss_sum, "examples": float(len(seqs)), "tokens": total}
-        metrics.update(self._maybe_update())
+        metrics = {"loss": loss_sum, "examples": float(len(seqs)), "tokens": total, "overlong_dropped": float(overlong)}
+        metrics.update(self._update())
         metrics["seconds"] = time.perf_counter() - t0
         self._record(metrics)
         return metrics
 
     # ------------------------------------------------------------- helpers
-    def _maybe_update(self) -> dict[str, float]:
-        self._pending += 1
-        if self._pending < self.config.grad_accum_steps:
-            return {"updated": 0.0}
+    def _update(self) -> dict[str, float]:
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.max_grad_norm)
         lr = self.config.lr * min(1.0, (self.global_step + 1) / self.config.warmup_steps) if self.config.warmup_steps else self.config.lr
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
-        self._pending = 0
         self.global_step += 1
         if self.config.save_every and self.global_step % self.config.save_every == 0:
             self.save_checkpoint()
