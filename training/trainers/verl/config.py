@@ -53,6 +53,7 @@ def verl_overrides(
         "use_kl_loss": t.kl_coef > 0,
         "kl_loss_coef": t.kl_coef,
         "kl_loss_type": "low_var_kl",
+        "entropy_coeff": t.entropy_coef,
         "grad_clip": t.max_grad_norm,
     }
     rollout = {
@@ -63,7 +64,7 @@ def verl_overrides(
         "top_p": r.top_p,
         "prompt_length": t.max_prompt_length,
         "response_length": t.max_response_length,
-        "gpu_memory_utilization": e.gpu_memory_utilization,
+        **({"gpu_memory_utilization": e.gpu_memory_utilization} if e.gpu_memory_utilization is not None else {}),
         "tensor_model_parallel_size": e.tensor_parallel_size,
         "calculate_log_probs": True,
         "log_prob_micro_batch_size_per_gpu": t.micro_batch_size,
