@@ -92,7 +92,7 @@ class LocalEngine:
         model_name: str | None = None,
         max_model_len: int | None = None,
         context_length: int | None = None,
-        prefix_cache_tokens: int = 32768,
+        prefix_cache_tokens: int = 24576,
         seed: int | None = None,
         model: Any | None = None,
         tokenizer: Any | None = None,
