@@ -72,6 +72,7 @@ class RolloutSpec(BaseModel):
     model: str = "policy"
     base_url: str | None = None  # proxy base URL for this rollout, ends in /v1
     token: str | None = None  # rollout token (the sandbox's only credential)
+    finish_key: str | None = None  # the runner's key for its finish report (never the harness's)
     timeout_sec: float = 600.0
     env: dict[str, str] = Field(default_factory=dict)
     harness_options: dict[str, Any] = Field(default_factory=dict)

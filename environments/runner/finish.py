@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
@@ -15,6 +16,16 @@ import httpx
 from environments.records import RunnerReport
 
 log = logging.getLogger(__name__)
+
+#: Environment variable that hands the runner its finish key. The runner takes it out of its
+#: own environment at start, so no harness, jail or verifier process ever inherits it.
+FINISH_KEY_ENV = "OPENFORGE_FINISH_KEY"
+FINISH_KEY_HEADER = "X-OpenForge-Finish-Key"
+
+
+def take_finish_key() -> str | None:
+    """The finish key from the environment, removed from it (see :data:`FINISH_KEY_ENV`)."""
+    return os.environ.pop(FINISH_KEY_ENV, None) or None
 
 
 def finish_url(base_url: str, token: str, endpoint: str = "finish") -> str:
@@ -48,15 +59,16 @@ async def post_agent_done(base_url: str, token: str, *, attempts: int = 3, timeo
     return False
 
 
-async def post_finish(base_url: str, token: str, report: RunnerReport, *, attempts: int = 3,
-                      timeout: float = 5.0, backoff: float = 0.5) -> bool:
-    """True when the proxy accepted the report (2xx)."""
+async def post_finish(base_url: str, token: str, report: RunnerReport, *, finish_key: str | None = None,
+                      attempts: int = 3, timeout: float = 5.0, backoff: float = 0.5) -> bool:
+    """True when the proxy accepted the report (2xx). ``finish_key``: the runner's key for it."""
     url = finish_url(base_url, token)
     body = report.model_dump(mode="json", exclude_none=True)
+    headers = {"Authorization": f"Bearer {token}", **({FINISH_KEY_HEADER: finish_key} if finish_key else {})}
     async with httpx.AsyncClient(timeout=timeout) as client:
         for attempt in range(1, attempts + 1):
             try:
-                resp = await client.post(url, json=body, headers={"Authorization": f"Bearer {token}"})
+                resp = await client.post(url, json=body, headers=headers)
                 if resp.is_success:
                     return True
                 log.warning("finish %s → HTTP %d: %s", url, resp.status_code, resp.text[:200])

@@ -67,7 +67,9 @@ async def test_the_judge_sees_attacks_succeed_without_isolation(tmp_path: Path, 
     succeeding (else the suite could not fail)."""
     from training.orchestrator.local import LocalBackend
 
-    names = ("read-host-secrets", "read-other-tasks", "daemon-rewrites-tests")
+    # deterministic attacks only: the daemon attacks race the verifier's start, and on a loaded
+    # machine an unisolated daemon may simply lose that race (a flaky self-check proves nothing)
+    names = ("read-host-secrets", "read-other-tasks")
     backend = LocalBackend(isolation="process")
     try:
         verdicts = await run_attacks(backend, tmp_path / "tasks", redteam_ctx,

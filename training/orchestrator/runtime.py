@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from environments.records import RolloutSpec
+from environments.runner.finish import FINISH_KEY_ENV
 from training.orchestrator.config import get_orchestrator_settings
 from training.orchestrator.procs import SANDBOX_ENV
 
@@ -102,6 +103,8 @@ def sandbox_env(spec: RolloutSpec, *, dockerfile_env: dict[str, str], home: str,
         env["OPENFORGE_BASE_URL"] = spec.base_url
     if spec.token:
         env["OPENFORGE_ROLLOUT_TOKEN"] = spec.token
+    if spec.finish_key:  # by environment only (a command line is readable from the agent's jail)
+        env[FINISH_KEY_ENV] = spec.finish_key
     if spec.model:
         env["OPENFORGE_MODEL"] = spec.model
     env[SANDBOX_ENV] = spec.rollout_id

@@ -100,7 +100,8 @@ class Scheduler:
             task_id=spec.task_id, group_id=spec.group_id, run_id=spec.run_id, role=spec.role,
             harness=spec.harness, metadata={"backend": self.backend.name}, rollout_id=spec.rollout_id, model=spec.model,
         )
-        return spec.model_copy(update={"rollout_id": reg.rollout_id, "token": reg.token, "base_url": reg.base_url})
+        return spec.model_copy(update={"rollout_id": reg.rollout_id, "token": reg.token, "base_url": reg.base_url,
+                                       "finish_key": reg.finish_key})
 
     async def _run(self, spec: RolloutSpec) -> RolloutResult:
         t0 = time.monotonic()

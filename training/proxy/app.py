@@ -30,6 +30,7 @@ from fastapi import FastAPI, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from environments.runner.finish import FINISH_KEY_HEADER
 from openforge.settings import get_settings
 from training.engines.base import ChatEngine, EngineError, EngineRequestError
 from training.proxy.budget import (
@@ -116,6 +117,15 @@ def _stored_response(response: dict[str, Any]) -> dict[str, Any]:
     out["choices"] = [{k: v for k, v in c.items() if k not in ("token_ids", "logprobs")}
                       for c in response.get("choices") or []]
     return out
+
+
+
+
+def finish_key_for(admin_key: str, token: str) -> str:
+    """The key a rollout's runner finishes it with: an HMAC of its token under the admin key,
+    so any proxy sharing the admin key can check it and nobody holding only the token can
+    forge it. The orchestrator hands it to the runner alone (never to the harness)."""
+    return hmac.new(admin_key.encode(), token.encode(), "sha256").hexdigest()
 
 
 def create_app(engine: ChatEngine, *, db_url: str | None = None, admin_key: str | None = None,
@@ -335,7 +345,7 @@ def create_app(engine: ChatEngine, *, db_url: str | None = None, admin_key: str 
                 run_id=body.get("run_id"), role=body.get("role"), harness=body.get("harness"),
                 model=body.get("model"), metadata=meta, budget=budget)
             base = (public_url or str(request.base_url)).rstrip("/")
-            return JSONResponse({"rollout_id": state.rollout_id, "token": token,
+            return JSONResponse({"rollout_id": state.rollout_id, "token": token, "finish_key": finish_key_for(key, token),
                                  "base_url": f"{base}/rollouts/{token}/v1"}, status_code=201)
         except ProxyError as exc:
             return error_response("admin", exc)
@@ -384,8 +394,14 @@ def create_app(engine: ChatEngine, *, db_url: str | None = None, admin_key: str 
 
     @app.post("/rollouts/{token}/finish")
     async def token_finish(request: Request, token: str) -> Response:
+        """The runner's report. It must carry the rollout's finish key (``X-OpenForge-Finish-Key``),
+        which only the runner holds: the token alone — all the agent has — cannot finish a rollout."""
         try:
             state = await recorder.resolve(token)
+            given = request.headers.get(FINISH_KEY_HEADER, "")
+            if not hmac.compare_digest(given.encode(), finish_key_for(key, token).encode()):
+                raise ProxyError(403, "finishing a rollout needs its finish key (the runner's, not the token)",
+                                 code="finish_key_required")
             return await finish(state, await _read_json(request, max_body_bytes))
         except ProxyError as exc:
             return error_response("admin", exc)

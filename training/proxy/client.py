@@ -25,6 +25,7 @@ class Registration:
     rollout_id: str
     token: str
     base_url: str
+    finish_key: str | None = None  # only the runner gets it (POST /rollouts/<token>/finish)
 
     @property
     def anthropic_base_url(self) -> str:
@@ -65,7 +66,7 @@ class ProxyAdminClient:
         body = {"task_id": task_id, "group_id": group_id, "run_id": run_id, "role": role, "harness": harness,
                 "metadata": metadata or {}, "rollout_id": rollout_id, "model": model, "budget": caps or None}
         out = await self._json("POST", "/admin/rollouts", json={k: v for k, v in body.items() if v is not None})
-        return Registration(out["rollout_id"], out["token"], out["base_url"])
+        return Registration(out["rollout_id"], out["token"], out["base_url"], out.get("finish_key"))
 
     async def get(self, rollout_id: str) -> dict[str, Any]:
         return await self._json("GET", f"/admin/rollouts/{rollout_id}")

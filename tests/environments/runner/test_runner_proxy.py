@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from environments.records import Outcome
+from environments.runner.finish import FINISH_KEY_ENV
 from tests.environments.runner.sandbox import make_sandbox, run_runner, write_file_task
 from tests.fakes.vllm import FakeReply, FakeVLLM
 from training.engines.openai_compat import OpenAICompatEngine
@@ -23,7 +24,8 @@ async def test_react_rollout_is_recorded_and_finished_on_the_proxy(tmp_path: Pat
             try:
                 reg = await client.register(task_id="write-hello", harness="react")
                 run = await run_runner(sb, "react", extra=["--base-url", reg.base_url, "--token", reg.token,
-                                                           "--model", fake.model])
+                                                           "--model", fake.model],
+                                       env={FINISH_KEY_ENV: reg.finish_key or ""})
                 row = await client.get(reg.rollout_id)
                 calls = await client.calls(reg.rollout_id)
             finally:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import httpx
 
+from environments.runner.finish import FINISH_KEY_HEADER
 from training.proxy.client import ProxyAdminClient, Registration
 from training.proxy.server import ProxyServer
 
@@ -24,7 +25,14 @@ async def test_agent_done_revokes_model_calls_but_not_the_finish(proxy: ProxySer
             assert refused.status_code == 403 and refused.json()["error"]["code"] == "token_revoked"
         # another rollout's token still works, and this one cannot revoke it by path
         assert (await http.post(f"/rollouts/{other.token}/v1/chat/completions", json=CHAT)).status_code == 200
-        fin = await http.post(f"/rollouts/{rollout.token}/finish", json={"status": "ok", "reward": 0.0}, headers=auth)
+        # the token alone (all an agent holds) cannot finish the rollout: the runner's finish key can
+        forged = await http.post(f"/rollouts/{rollout.token}/finish", json={"status": "ok", "reward": 1.0}, headers=auth)
+        assert forged.status_code == 403 and forged.json()["error"]["code"] == "finish_key_required"
+        wrong = await http.post(f"/rollouts/{rollout.token}/finish", json={"status": "ok", "reward": 1.0},
+                                headers={**auth, FINISH_KEY_HEADER: other.finish_key})
+        assert wrong.status_code == 403
+        fin = await http.post(f"/rollouts/{rollout.token}/finish", json={"status": "ok", "reward": 0.0},
+                              headers={**auth, FINISH_KEY_HEADER: rollout.finish_key})
         assert fin.status_code == 200
     row = await admin.get(rollout.rollout_id)
     assert row["n_calls"] == 1 and row["reward"] == 0.0

@@ -13,6 +13,7 @@ import pytest
 from storage.db import make_engine, session_scope
 from storage.models import Rollout
 from tests.fakes.vllm import FakeReply, FakeVLLM
+from environments.runner.finish import FINISH_KEY_HEADER
 from training.engines.openai_compat import OpenAICompatEngine
 from training.proxy.client import ProxyAdminClient, ProxyClientError, Registration
 from training.proxy.recorder import token_sha256
@@ -66,12 +67,13 @@ async def test_finish_records_outcome_and_refuses_the_token(admin: ProxyAdminCli
     await client.chat.completions.create(model="m", messages=[{"role": "user", "content": "a"}])
     async with httpx.AsyncClient() as http:
         finish_url = rollout.base_url.removesuffix("/v1") + "/finish"
-        r = await http.post(finish_url, json={"reward": 0.75, "status": "ok", "logs": "runner says hi"})
+        key = {FINISH_KEY_HEADER: rollout.finish_key}
+        r = await http.post(finish_url, json={"reward": 0.75, "status": "ok", "logs": "runner says hi"}, headers=key)
         assert r.status_code == 200, r.text
         got = r.json()
         assert (got["status"], got["reward"], got["n_calls"], got["live"]) == ("ok", 0.75, 1, False)
         assert Path(got["logs_path"]).read_text() == "runner says hi"
-        again = await http.post(finish_url, json={"reward": 1.0, "status": "ok"})
+        again = await http.post(finish_url, json={"reward": 1.0, "status": "ok"}, headers=key)
         assert again.status_code == 403
     with pytest.raises(openai.PermissionDeniedError) as exc:
         await client.chat.completions.create(model="m", messages=[{"role": "user", "content": "late"}])

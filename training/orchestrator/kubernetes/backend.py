@@ -32,6 +32,7 @@ from environments.records import (
     RolloutSpec,
     RunnerReport,
 )
+from environments.runner.finish import FINISH_KEY_ENV
 from environments.taskdir import TaskDir, TaskDirError, load_task
 from openforge.settings import get_settings
 from training.orchestrator.backend import SandboxError, SandboxExit, SandboxHandle
@@ -59,6 +60,7 @@ from training.orchestrator.kubernetes.manifest import (
     LABEL_RUN,
     LABEL_TASK,
     MANAGED_BY,
+    SECRET_FINISH_KEY,
     SECRET_POD_KEY,
     SECRET_TOKEN,
     EgressTarget,
@@ -308,6 +310,8 @@ class KubernetesBackend:
                 annotations[ANNOTATION_TASK] = spec.task_id
             if spec.token:
                 values[SECRET_TOKEN] = spec.token
+            if spec.finish_key:
+                values[SECRET_FINISH_KEY] = spec.finish_key
         state = PodState(name=name, key=key, secret=name, slot=self.control.register(key, name),
                          tracker=PodTracker(created_at=time.monotonic(), thresholds=self.thresholds),
                          created_at=time.monotonic(), warm=spec is None)
@@ -450,6 +454,8 @@ class KubernetesBackend:
             env["OPENFORGE_BASE_URL"] = spec.base_url
         if spec.token:
             env["OPENFORGE_ROLLOUT_TOKEN"] = spec.token
+        if spec.finish_key:
+            env[FINISH_KEY_ENV] = spec.finish_key
         return Assignment(rollout_id=spec.rollout_id, argv=argv, env=env, workdir=image.workdir, task_tar=task_tar,
                           solution_tar=solution_tar)
 

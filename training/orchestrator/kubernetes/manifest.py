@@ -25,6 +25,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from environments.runner.finish import FINISH_KEY_ENV
+
 MANAGED_BY = "app.kubernetes.io/managed-by"
 LABEL_INSTANCE = "openforge.dev/instance"
 LABEL_RUN = "openforge.dev/run"
@@ -36,6 +38,7 @@ ANNOTATION_TASK = "openforge.dev/task-id"
 CONTAINER = "sandbox"
 SECRET_POD_KEY = "pod-key"
 SECRET_TOKEN = "rollout-token"
+SECRET_FINISH_KEY = "finish-key"  # the runner's key for its finish report (environments/runner/finish.py)
 
 #: Harbor paths, each an emptyDir in the pod (name -> mount path).
 EMPTY_DIRS = {"task": "/task", "logs": "/logs", "tests": "/tests", "solution": "/solution", "tmp": "/tmp",
@@ -140,6 +143,8 @@ def rollout_pod(plan: PodPlan, *, namespace: str, owner: OwnerRef | None, runtim
         {"name": "OPENFORGE_POD_KEY", "valueFrom": {"secretKeyRef": {"name": plan.secret_name, "key": SECRET_POD_KEY}}},
         {"name": "OPENFORGE_ROLLOUT_TOKEN",
          "valueFrom": {"secretKeyRef": {"name": plan.secret_name, "key": SECRET_TOKEN, "optional": True}}},
+        {"name": FINISH_KEY_ENV,
+         "valueFrom": {"secretKeyRef": {"name": plan.secret_name, "key": SECRET_FINISH_KEY, "optional": True}}},
         {"name": "OPENFORGE_RUNTIME_DIR", "value": runtime_dir},
         {"name": "OPENFORGE_TOOLS_DIR", "value": f"{runtime_dir}/tools"},
         {"name": "PYTHONPATH", "value": f"{runtime_dir}/repo"},
