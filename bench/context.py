@@ -12,7 +12,9 @@ and how long a Claude-Code-sized prompt takes to prefill on this machine.
    ``argparse.py``), NLL per 2,048-token bin for both models; past 8,192 the plain model
    extrapolates RoPE beyond its training window, the extended one interpolates.
 3. **Prefill**: a ``--prefill``-token chat prompt through :class:`LocalEngine` (the serving
-   path, ``max_tokens=1``), ``--repeats`` times: seconds mean ± spread.
+   path, ``max_tokens=1``), ``--repeats`` times with the prefix cache off (cold), then the
+   same prompt plus a short new turn with it on (warm: what a harness's next call costs):
+   seconds mean ± spread.
 """
 
 from __future__ import annotations
@@ -112,26 +114,42 @@ def long_text(plain: torch.nn.Module, extended: torch.nn.Module, ids: list[int])
         print(f"  {start:>6}-{min(start + BIN, len(ids) - 1):<6} {cells[0]:>17} {cells[1]:>17}")
 
 
+async def _timed(engine: LocalEngine, prompt: str) -> tuple[float, int]:
+    t0 = time.perf_counter()
+    out = await engine.chat_completions({"messages": [{"role": "user", "content": prompt}], "max_tokens": 1,
+                                         "temperature": 0})
+    return time.perf_counter() - t0, out["usage"]["prompt_tokens"]
+
+
+def _spread(seconds: list[float]) -> str:
+    return f"{statistics.fmean(seconds):.1f}s mean, min {min(seconds):.1f} max {max(seconds):.1f}"
+
+
 async def prefill(source: str, tokens: int, repeats: int, tokenizer: object) -> None:
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     text = (stdlib / "argparse.py").read_text() + (stdlib / "inspect.py").read_text()
     ids = tokenizer(text)["input_ids"][: tokens - 16]  # type: ignore[operator]  # room for the chat template
     prompt = tokenizer.decode(ids)  # type: ignore[attr-defined]
-    engine = LocalEngine(source, max_batch_size=1)
+    cold, warm, size = [], [], 0
+    engine = LocalEngine(source, max_batch_size=1, prefix_cache_tokens=0)
     try:
-        seconds, sizes = [], []
         for _ in range(repeats):
-            t0 = time.perf_counter()
-            out = await engine.chat_completions({"messages": [{"role": "user", "content": prompt}], "max_tokens": 1,
-                                                 "temperature": 0})
-            seconds.append(time.perf_counter() - t0)
-            sizes.append(out["usage"]["prompt_tokens"])
-            print(f"  prefill {sizes[-1]} tokens: {seconds[-1]:.1f}s", flush=True)
+            seconds, size = await _timed(engine, prompt)
+            cold.append(seconds)
+            print(f"  cold prefill {size} tokens: {seconds:.1f}s", flush=True)
     finally:
         await engine.aclose()
-    spread = f"min {min(seconds):.1f} max {max(seconds):.1f}"
-    print(f"prefill: n={repeats} prompts of {sizes[0]} tokens (context {engine.max_model_len}), threads "
-          f"{torch.get_num_threads()}: {statistics.fmean(seconds):.1f}s mean, {spread}")
+    engine = LocalEngine(source, max_batch_size=1, prefix_cache_tokens=tokens + 1024)
+    try:
+        await _timed(engine, prompt)
+        for i in range(repeats):
+            seconds, _ = await _timed(engine, prompt + f"\n\nTool result {i}: ok." * (i + 1))
+            warm.append(seconds)
+            print(f"  warm (head reused, {engine.stats.prefix_reused_tokens} tokens so far): {seconds:.1f}s", flush=True)
+    finally:
+        await engine.aclose()
+    print(f"prefill: n={repeats} prompts of {size} tokens (context {engine.max_model_len}), threads "
+          f"{torch.get_num_threads()}: cold {_spread(cold)}; warm {_spread(warm)}")
 
 
 def main() -> None:
