@@ -239,3 +239,12 @@ def resolve_model(model: str | os.PathLike[str] | None = None) -> str:
             raise ModelStoreError(f"{path}: not a Hugging Face model folder (no config.json)")
         return str(path.resolve())
     return str(chosen)
+
+
+def is_default_model(source: str | os.PathLike[str]) -> bool:
+    """Is ``source`` the converted default model (its folder carries OpenForge's manifest)?"""
+    manifest = Path(source) / MANIFEST_NAME
+    try:
+        return manifest.is_file() and DEFAULT_MODEL_NAME in manifest.read_text(encoding="utf-8")
+    except OSError:
+        return False

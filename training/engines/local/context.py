@@ -64,6 +64,20 @@ def extend_context(config: Any, target: int) -> dict[str, Any] | None:
     return rope
 
 
+def policy_config(source: str, context_length: int | None = None) -> tuple[Any, dict[str, Any] | None]:
+    """``(config, extension)`` of the model at ``source`` as the local engine serves it: the
+    default model extended to :data:`DEFAULT_CONTEXT_LENGTH` (or ``context_length``), any other
+    model to ``context_length`` when given. The trainer loads with the same config, so a
+    checkpoint it saves is served — and trained — with the engine's positional encoding."""
+    from transformers import AutoConfig  # noqa: PLC0415 - heavy
+
+    from training.engines.model_store import is_default_model  # noqa: PLC0415
+
+    config = AutoConfig.from_pretrained(source)
+    target = context_length or (DEFAULT_CONTEXT_LENGTH if is_default_model(source) else None)
+    return config, (extend_context(config, target) if target else None)
+
+
 def yarn_attention_factor(factor: float) -> float:
     """YaRN's cos/sin scale ``0.1 ln(factor) + 1`` (transformers' default for ``rope_type "yarn"``)."""
     return 1.0 if factor <= 1 else 0.1 * math.log(factor) + 1.0

@@ -47,27 +47,16 @@ from training.engines.local.batcher import (
     GenerationRequest,
     GenerationResult,
 )
-from training.engines.local.context import DEFAULT_CONTEXT_LENGTH, extend_context
+from training.engines.local.context import policy_config
 from training.engines.local.prefix_cache import PrefixCache
 from training.engines.local.prompt import render_prompt
 from training.engines.local.sampling import sampling_params_from_body
 from training.engines.local.tools import parse_tool_calls
 from training.engines.model_store import (
-    DEFAULT_MODEL_NAME,
-    MANIFEST_NAME,
     resolve_model,
 )
 
 log = logging.getLogger(__name__)
-
-
-def _is_default_model(source: str) -> bool:
-    """Is ``source`` the converted default model (its folder carries OpenForge's manifest)?"""
-    manifest = Path(source) / MANIFEST_NAME
-    try:
-        return manifest.is_file() and DEFAULT_MODEL_NAME in manifest.read_text(encoding="utf-8")
-    except OSError:
-        return False
 
 
 def _default_dtype(device: str) -> torch.dtype:
@@ -105,7 +94,7 @@ class LocalEngine:
         parameters set, or None. ``prefix_cache_tokens`` bounds the prompt KV kept for reuse
         by later prompts with the same head (0: none; see ``prefix_cache``).
         """
-        from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoModelForCausalLM, AutoTokenizer
 
         self.device = device
         self.dtype = dtype or _default_dtype(device)
@@ -115,10 +104,7 @@ class LocalEngine:
             started = time.monotonic()
             tokenizer = tokenizer or AutoTokenizer.from_pretrained(source)
             if model is None:
-                config = AutoConfig.from_pretrained(source)
-                target = context_length or (DEFAULT_CONTEXT_LENGTH if _is_default_model(source) else None)
-                if target:
-                    self.context_extension = extend_context(config, target)
+                config, self.context_extension = policy_config(source, context_length)
                 model = AutoModelForCausalLM.from_pretrained(source, config=config, dtype=self.dtype)
             log.info("loaded %s in %.1fs", source, time.monotonic() - started)
             default_name = Path(source).name if Path(source).exists() else source

@@ -14,7 +14,6 @@ from typing import Any
 
 import torch
 
-
 #: ``(temperature, top_p, top_k)`` of one sequence's sampling distribution.
 Sampling = tuple[float, float, int]
 PLAIN: Sampling = (1.0, 1.0, 0)

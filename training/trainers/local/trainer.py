@@ -36,7 +36,12 @@ import torch
 from openforge.presets import Preset, TrainConfig
 from openforge.settings import get_settings
 from training.trainers.local.batching import Batch, collate, fits, response_logprobs
-from training.trainers.local.losses import grpo_token_loss, kl_k3, sft_token_loss, token_weights
+from training.trainers.local.losses import (
+    grpo_token_loss,
+    kl_k3,
+    sft_token_loss,
+    token_weights,
+)
 from training.trainers.local.metrics import RunRecorder
 from training.trajectory.records import Sample, SftExample
 
@@ -103,8 +108,13 @@ class LocalTrainer:
     def from_pretrained(cls, path: str | Path, config: TrainConfig, **kwargs: Any) -> LocalTrainer:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        from training.engines.local.context import policy_config  # noqa: PLC0415
+
         dtype = kwargs.pop("dtype", torch.float32)
-        model = AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype)
+        # the engine's config (the default model's context extension included), so what this
+        # trainer saves is served and trained with the same positional encoding
+        config, _ = policy_config(str(path), kwargs.pop("context_length", None))
+        model = AutoModelForCausalLM.from_pretrained(str(path), config=config, dtype=dtype)
         tokenizer = AutoTokenizer.from_pretrained(str(path))
         return cls(model, tokenizer, config, **kwargs)
 
