@@ -113,8 +113,8 @@ class LocalTrainer:
         dtype = kwargs.pop("dtype", torch.float32)
         # the engine's config (the default model's context extension included), so what this
         # trainer saves is served and trained with the same positional encoding
-        config, _ = policy_config(str(path), kwargs.pop("context_length", None))
-        model = AutoModelForCausalLM.from_pretrained(str(path), config=config, dtype=dtype)
+        model_config, _ = policy_config(str(path), kwargs.pop("context_length", None))
+        model = AutoModelForCausalLM.from_pretrained(str(path), config=model_config, dtype=dtype)
         tokenizer = AutoTokenizer.from_pretrained(str(path))
         return cls(model, tokenizer, config, **kwargs)
 
