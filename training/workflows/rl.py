@@ -22,6 +22,7 @@ from environments.taskdir import TaskDir
 from openforge.presets import Preset
 from openforge.settings import get_settings
 from storage.db import make_engine
+from storage.migrate import upgrade
 from training.trajectory import prepare_grpo_batch
 from training.workflows.common import local_engine, rollout_service, mean_reward, outcome_counts, sample_tasks
 from training.workflows.plots import curves_png
@@ -90,6 +91,7 @@ async def rl_train(
     rng = random.Random(cfg.seed)
     engine = local_engine(preset, model_path)
     db = make_engine(get_settings().db_url)
+    upgrade(get_settings().db_url, db)  # the trainer records the run before the rollout service starts
     trainer = LocalTrainer(engine_model_copy(engine), engine.tokenizer, cfg, device=preset.engine.device,
                            db_engine=db, run_id=run_id, in_process_engine=True)
     records: list[StepRecord] = []
