@@ -75,7 +75,7 @@ def test_pipeline_deployment_runs_on_a_process_worker(tmp_path: Path, openforge_
         worker_log = (tmp_path / "worker.log").open("w")
         worker = subprocess.Popen([PREFECT, "worker", "start", "--pool", "openforge-process", "--limit", "1"], cwd=REPO,
                                   env=env, stdout=worker_log, stderr=subprocess.STDOUT, start_new_session=True)
-        params = {"preset": "local", "n_rl_tasks": 1, "n_sft_tasks": 1, "eval_tasks": 1, "rl_steps": 1, "seed": 5,
+        params = {"preset": "local", "n_rl_tasks": 1, "n_sft_tasks": 1, "eval_tasks": 1, "eval_samples": 1, "rl_steps": 0, "seed": 5,
                   "overrides": {"rollout.concurrency": 4, "harness_options.max_steps": 2, "rollout.max_tokens": 16,
                                 "train.group_size": 2, "train.train_batch_size": 1, "sft.epochs": 1,
                                 "train.max_prompt_length": 4096}}
