@@ -63,7 +63,7 @@ class PipelineParams(BaseModel):
     preset: str = Field("local", description="Preset for every stage.")
     family: str | None = Field("contact-lookup", description="Procedural claw family of every task (None: all).")
     n_rl_tasks: int = Field(24, ge=1, description="RL training tasks to synthesize.")
-    n_sft_tasks: int = Field(24, ge=1, description="SFT tasks to synthesize (one teacher success each).")
+    n_sft_tasks: int = Field(8, ge=1, description="SFT tasks to synthesize (one teacher success each).")
     teacher: str = Field("oracle", description="Distillation teacher.")
     rl_steps: int | None = Field(None, ge=0, description="GRPO steps (None: the preset's train.steps; 0: skip).")
     eval_tasks: int = Field(16, ge=1, description="Held-out tasks evaluated before/after.")
