@@ -39,43 +39,36 @@ def finish_url(base_url: str, token: str, endpoint: str = "finish") -> str:
     return urlunsplit((parts.scheme, parts.netloc, f"/rollouts/{token}/{endpoint}", "", ""))
 
 
-async def post_agent_done(base_url: str, token: str, *, attempts: int = 3, timeout: float = 5.0) -> bool:
-    """``POST /rollouts/<token>/agent-done``: the proxy revokes the token for model calls
-    (the finish report is still accepted). True when the proxy acknowledged it."""
-    url = finish_url(base_url, token, "agent-done")
-    async with httpx.AsyncClient(timeout=timeout) as client:
-        for attempt in range(1, attempts + 1):
-            try:
-                resp = await client.post(url, json={}, headers={"Authorization": f"Bearer {token}"})
-                if resp.is_success:
-                    return True
-                log.warning("agent-done %s → HTTP %d: %s", url, resp.status_code, resp.text[:200])
-                if 400 <= resp.status_code < 500 and resp.status_code != 429:
-                    return False
-            except httpx.HTTPError as exc:
-                log.warning("agent-done %s failed (attempt %d/%d): %s", url, attempt, attempts, exc)
-            if attempt < attempts:
-                await asyncio.sleep(0.2 * 2 ** (attempt - 1))
-    return False
-
-
-async def post_finish(base_url: str, token: str, report: RunnerReport, *, finish_key: str | None = None,
-                      attempts: int = 3, timeout: float = 5.0, backoff: float = 0.5) -> bool:
-    """True when the proxy accepted the report (2xx). ``finish_key``: the runner's key for it."""
-    url = finish_url(base_url, token)
-    body = report.model_dump(mode="json", exclude_none=True)
-    headers = {"Authorization": f"Bearer {token}", **({FINISH_KEY_HEADER: finish_key} if finish_key else {})}
+async def _post(what: str, url: str, body: dict, headers: dict[str, str], *, attempts: int, timeout: float,
+                backoff: float) -> bool:
+    """POST ``body`` with retries on connection errors, 5xx and 429; True on 2xx, False on
+    any other 4xx (retrying cannot help) or when the attempts run out."""
     async with httpx.AsyncClient(timeout=timeout) as client:
         for attempt in range(1, attempts + 1):
             try:
                 resp = await client.post(url, json=body, headers=headers)
                 if resp.is_success:
                     return True
-                log.warning("finish %s → HTTP %d: %s", url, resp.status_code, resp.text[:200])
+                log.warning("%s %s → HTTP %d: %s", what, url, resp.status_code, resp.text[:200])
                 if 400 <= resp.status_code < 500 and resp.status_code != 429:
                     return False
             except httpx.HTTPError as exc:
-                log.warning("finish %s failed (attempt %d/%d): %s", url, attempt, attempts, exc)
+                log.warning("%s %s failed (attempt %d/%d): %s", what, url, attempt, attempts, exc)
             if attempt < attempts:
                 await asyncio.sleep(backoff * 2 ** (attempt - 1))
     return False
+
+
+async def post_agent_done(base_url: str, token: str, *, attempts: int = 3, timeout: float = 5.0) -> bool:
+    """``POST /rollouts/<token>/agent-done``: the proxy revokes the token for model calls
+    (the finish report is still accepted). True when the proxy acknowledged it."""
+    return await _post("agent-done", finish_url(base_url, token, "agent-done"), {},
+                       {"Authorization": f"Bearer {token}"}, attempts=attempts, timeout=timeout, backoff=0.2)
+
+
+async def post_finish(base_url: str, token: str, report: RunnerReport, *, finish_key: str | None = None,
+                      attempts: int = 3, timeout: float = 5.0, backoff: float = 0.5) -> bool:
+    """True when the proxy accepted the report (2xx). ``finish_key``: the runner's key for it."""
+    headers = {"Authorization": f"Bearer {token}", **({FINISH_KEY_HEADER: finish_key} if finish_key else {})}
+    return await _post("finish", finish_url(base_url, token), report.model_dump(mode="json", exclude_none=True),
+                       headers, attempts=attempts, timeout=timeout, backoff=backoff)
