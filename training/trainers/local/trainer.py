@@ -205,8 +205,8 @@ class LocalTrainer:
                 old_lp = self._filled([old[i] for i in chunk], shape)  # [B, R]
                 adv = self._filled([[samples[i].advantage] * len(samples[i].response_ids) for i in chunk], shape)
                 w = batch.mask * torch.tensor([weights[i] for i in chunk], device=self.device).unsqueeze(1)  # [B, R]
+                beh = self._filled([engine_lp[i] for i in chunk], shape)  # type: ignore[misc]  # π_engine
                 if correct:  # truncated IS weight of the behaviour (engine) vs the trainer's π_old
-                    beh = self._filled([engine_lp[i] for i in chunk], shape)  # type: ignore[misc]
                     is_w = torch.clamp(torch.exp(torch.clamp(old_lp - beh, -20.0, 20.0)), max=cfg.tis_cap)
                     w = w * is_w
                 if want_entropy:
@@ -237,7 +237,6 @@ class LocalTrainer:
                     sums["approx_kl"] += float(((old_lp - logp) * m).sum())
                     if epoch == 0:
                         sums["logprob_diff"] += float(((old_lp - logp).abs() * m).sum())
-                        beh = self._filled([engine_lp[i] for i in chunk], shape)  # type: ignore[misc]
                         sums["engine_ratio"] += float((torch.exp(torch.clamp(logp - beh, -20.0, 20.0)) * m).sum())
                         if correct:
                             sums["tis_weight"] += float((is_w * m).sum())
