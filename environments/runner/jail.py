@@ -129,6 +129,8 @@ class Jail:
                 *size, "--tmpfs", "/run", *size, "--tmpfs", "/var/tmp", "--bind", str(home), str(home)]
         if env_home and env_home != str(home) and env_home.startswith(("/tmp/", "/run/", "/var/tmp/")):
             jail += ["--dir", env_home]
+        for path in _runtime_under_scratch():  # a venv / checkout under /tmp stays reachable (read-only)
+            jail += ["--ro-bind", path, path]
         for path in self.hidden:
             if path.is_dir():
                 jail += ["--tmpfs", str(path)]
@@ -247,3 +249,14 @@ def choose_jail(requested: str, *, agent_uid: int | None, hidden: list[Path], tm
         if not agent_uid:
             raise JailError("agent jail 'uid' needs a nonzero --agent-uid")
     return Jail(kind=requested, agent_uid=agent_uid, hidden=hidden, bwrap=bwrap, tmp_size_mb=tmp_size_mb)
+
+
+def _runtime_under_scratch() -> list[str]:
+    """Our runtime's paths (interpreter prefixes, the package checkout, the harness tools)
+    that lie under a dir the jail replaces with a fresh tmpfs (a clone in /tmp, say)."""
+    import sys  # noqa: PLC0415
+
+    candidates = {sys.prefix, sys.base_prefix, str(Path(__file__).resolve().parents[2]),
+                  os.environ.get("OPENFORGE_TOOLS_DIR", "")}
+    scratch = ("/tmp/", "/run/", "/var/tmp/")
+    return sorted(p for p in candidates if p and p.startswith(scratch) and os.path.exists(p))
