@@ -1,7 +1,9 @@
 """Typed SQLAlchemy 2 models of the task DB (DESIGN §4).
 
 One schema for SQLite (default) and PostgreSQL (at scale). Large payloads (model call
-requests/responses) may live in side files; rows then keep the path in ``side_file``.
+requests/responses) may live in side files; rows then keep the path in ``side_file``. A
+model call may be stored relative to an earlier call of its rollout (``base_index``,
+``delta``: storage/calls.py); readers see full calls through ``storage.calls.expand_calls``.
 """
 
 from __future__ import annotations
@@ -198,6 +200,11 @@ class ModelCall(Base):
     request: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     response: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     side_file: Mapped[str | None] = mapped_column(Text)
+    #: Linear storage (storage/calls.py): the earlier call of the rollout this row is stored
+    #: against, and how (``prompt``/``request`` then hold only what is new). NULL: in full.
+    #: Read calls through ``storage.calls.expand_calls``, never these columns raw.
+    base_index: Mapped[int | None] = mapped_column(Integer)
+    delta: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     prompt_token_ids: Mapped[list[Any] | None] = mapped_column(JSON)
     response_token_ids: Mapped[list[Any] | None] = mapped_column(JSON)
     response_logprobs: Mapped[list[Any] | None] = mapped_column(JSON)

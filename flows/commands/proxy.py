@@ -26,6 +26,8 @@ def serve(
     max_total_tokens: Annotated[int | None, typer.Option("--max-total-tokens", min=1, help="Generated tokens per "
                                                          "rollout, for rollouts registered without a budget.")] = None,
     max_calls: Annotated[int, typer.Option("--max-calls", help="Model calls allowed per rollout.")] = 2000,
+    full_storage: Annotated[bool, typer.Option("--full-storage", help="Store every call in full instead of "
+                                               "against the rollout's earlier calls (storage/calls.py).")] = False,
 ) -> None:
     """Serve the proxy until interrupted; prints one JSON line {url, admin_key} when bound."""
     from training.engines.factory import make_chat_engine
@@ -36,7 +38,7 @@ def serve(
     chat_engine = make_chat_engine(engine, **kwargs)
     app = create_app(chat_engine, db_url=db, admin_key=admin_key, public_url=public_url,
                      max_tokens_cap=max_tokens_cap, max_total_tokens=max_total_tokens,
-                     max_calls_per_rollout=max_calls, close_engine=True)
+                     max_calls_per_rollout=max_calls, close_engine=True, linear_storage=not full_storage)
 
     def ready(url: str) -> None:
         sys.stdout.write(json.dumps({"url": url, "admin_key": app.state.admin_key, "engine": engine}) + "\n")

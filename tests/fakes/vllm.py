@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+import hashlib
 import uuid
 from collections import deque
 from collections.abc import Callable
@@ -110,8 +111,11 @@ class FakeVLLM(BackgroundUvicorn):
     """The fake engine served on loopback (see module doc)."""
 
     def __init__(self, model: str = "fake-policy", host: str = "127.0.0.1", port: int = 0,
-                 responder: Callable[[dict[str, Any]], FakeReply] | None = None) -> None:
+                 responder: Callable[[dict[str, Any]], FakeReply] | None = None,
+                 deterministic_ids: bool = False) -> None:
         self.model = model
+        #: Tool-call ids from a hash of the prompt (two runs of one script see the same ids).
+        self.deterministic_ids = deterministic_ids
         self.responder = responder
         self.requests: list[dict[str, Any]] = []
         self._script: deque[FakeReply] = deque()
@@ -179,9 +183,14 @@ class FakeVLLM(BackgroundUvicorn):
             out_ids = out_ids[: int(max_tokens)]
             content = bytes(out_ids).decode("utf-8", "ignore") if not reply.tool_calls else content
             finish = "length"
-        calls = [{"id": f"chatcmpl-tool-{uuid.uuid4().hex[:16]}", "type": "function",
+        seed = hashlib.sha256(orjson.dumps(prompt_ids)).hexdigest() if self.deterministic_ids else None
+
+        def call_id(i: int) -> str:
+            return hashlib.sha256(f"{seed}{i}".encode()).hexdigest()[:16] if seed else uuid.uuid4().hex[:16]
+
+        calls = [{"id": f"chatcmpl-tool-{call_id(i)}", "type": "function",
                   "function": {"name": name, "arguments": args if isinstance(args, str) else orjson.dumps(args).decode()}}
-                 for name, args in reply.tool_calls]
+                 for i, (name, args) in enumerate(reply.tool_calls)]
         message: dict[str, Any] = {"role": "assistant", "content": content, "tool_calls": calls,
                                    "reasoning_content": reply.reasoning}
         want_ids, want_lp = bool(body.get("return_token_ids")), bool(body.get("logprobs"))

@@ -132,7 +132,8 @@ def create_app(engine: ChatEngine, *, db_url: str | None = None, admin_key: str 
                public_url: str | None = None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
                max_calls_per_rollout: int = 2000, served_models: list[str] | None = None,
                max_tokens_cap: int | None = None, max_total_tokens: int | None = None,
-               close_engine: bool = False, migrate: bool = True, blobs_dir: Path | None = None) -> FastAPI:
+               close_engine: bool = False, migrate: bool = True, blobs_dir: Path | None = None,
+               linear_storage: bool = True) -> FastAPI:
     """The proxy app for ``engine``.
 
     ``db_url`` defaults to the settings' task DB; ``admin_key`` to ``OPENFORGE_ADMIN_KEY`` or a
@@ -145,13 +146,16 @@ def create_app(engine: ChatEngine, *, db_url: str | None = None, admin_key: str 
     harness sent (Claude Code asks for up to 128k). ``close_engine`` closes the
     engine on shutdown. Inline images are stored by content hash under ``blobs_dir`` (default
     ``OPENFORGE_HOME/blobs``) and recorded by reference (training/proxy/images.py); engines
-    whose ``accepts_images`` is False get a text placeholder instead.
+    whose ``accepts_images`` is False get a text placeholder instead. ``linear_storage`` (default)
+    stores a call that extends an earlier one as a reference plus its new suffix
+    (storage/calls.py); False stores every call in full (what the bench compares against).
     """
     settings = get_settings()
     key = admin_key or settings.admin_key or secrets.token_urlsafe(24)
     recorder = Recorder(db_url or settings.db_url, max_calls_per_rollout=max_calls_per_rollout,
                         logs_dir=settings.rollouts_dir, migrate=migrate,
-                        default_budget=GenerationBudget(max_tokens=max_tokens_cap, max_total_tokens=max_total_tokens))
+                        default_budget=GenerationBudget(max_tokens=max_tokens_cap, max_total_tokens=max_total_tokens),
+                        linear=linear_storage)
     allowed = frozenset(served_models) if served_models else None
     blobs = BlobStore(blobs_dir or settings.home_dir / "blobs")
     engine_sees_images = accepts_images(engine)

@@ -6,7 +6,10 @@ awaits its own write's commit before the proxy answers, so an acknowledged model
 survives a proxy restart; under load many calls share one commit.
 
 Rows: ``rollouts`` (id, token_sha256, task/group/run, role, harness, status, n_calls, meta)
-and ``model_calls`` (DESIGN §4). ``model_calls.request`` holds the chat body sent to the
+and ``model_calls`` (DESIGN §4), stored linearly: a call whose prompt extends one of the
+rollout's last acknowledged calls is written as a reference to it plus what is new
+(storage/calls.py), so a rollout's rows grow with its trajectory, not with its square;
+``calls()`` expands them back to full calls. ``model_calls.request`` holds the chat body sent to the
 engine (plus ``_client_request``, the caller's original body, when the caller spoke
 Responses or Messages); ``response`` the engine's answer without token ids/logprobs, which
 live in their own columns. Failed engine calls are recorded with ``status="error"``.
@@ -19,6 +22,7 @@ import hashlib
 import logging
 import secrets
 import uuid
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -28,6 +32,7 @@ from typing import Any
 from sqlalchemy import Connection, func, select, update
 from sqlalchemy.orm import Session
 
+from storage.calls import CallBase, base_of, encode_call, expand_calls
 from storage.db import make_engine
 from storage.migrate import upgrade
 from storage.models import ModelCall, Rollout, RolloutStatus
@@ -40,6 +45,10 @@ _ROLLOUTS = Rollout.__table__
 _CALLS = ModelCall.__table__
 _REPORTABLE = {s.value for s in (RolloutStatus.ok, RolloutStatus.policy_error, RolloutStatus.infra_error,
                                  RolloutStatus.timeout)}
+
+
+#: How many of a rollout's latest calls a new call is compared with for linear storage.
+RECENT_BASES = 2
 
 
 def token_sha256(token: str) -> str:
@@ -59,6 +68,9 @@ class RolloutState:
     started_calls: int = 0
     engine_errors: int = 0
     ledger: BudgetLedger = field(default_factory=lambda: BudgetLedger(GenerationBudget()))
+    #: The last acknowledged calls with token ids (newest first): what the next call is
+    #: stored against. Two: the main thread and one side call (a title, a sub-agent).
+    bases: deque[CallBase] = field(default_factory=lambda: deque(maxlen=RECENT_BASES))
 
 
 @dataclass
@@ -107,22 +119,26 @@ def rollout_dict(row: Rollout) -> dict[str, Any]:
     }
 
 
-def call_dict(row: ModelCall) -> dict[str, Any]:
-    return {
-        "index": row.index, "api": row.api, "model": row.model, "request": row.request, "response": row.response,
-        "prompt_token_ids": row.prompt_token_ids, "response_token_ids": row.response_token_ids,
-        "response_logprobs": row.response_logprobs, "finish_reason": row.finish_reason, "usage": row.usage,
-        "latency_ms": row.latency_ms, "policy_version": row.policy_version, "status": row.status,
-        "error": row.error, "created_at": _iso(row.created_at),
-    }
+_CALL_DICT_KEYS = ("index", "api", "model", "request", "response", "prompt_token_ids", "response_token_ids",
+                   "response_logprobs", "finish_reason", "usage", "latency_ms", "policy_version", "status", "error")
+
+
+def call_dict(call: dict[str, Any]) -> dict[str, Any]:
+    """A full call (``storage.calls.expand_calls``) in the admin API's ``/calls`` format."""
+    out = {k: call[k] for k in _CALL_DICT_KEYS}
+    out["created_at"] = _iso(call["created_at"])
+    return out
 
 
 class Recorder:
     """Rollout registry + batched write-through recorder over one DB URL."""
 
     def __init__(self, db_url: str, *, max_calls_per_rollout: int = 2000, logs_dir: Path | None = None,
-                 migrate: bool = True, default_budget: GenerationBudget | None = None) -> None:
+                 migrate: bool = True, default_budget: GenerationBudget | None = None,
+                 linear: bool = True) -> None:
         self.db_url = db_url
+        #: Store calls against earlier ones (storage/calls.py); False writes every call in full.
+        self.linear = linear
         self.max_calls_per_rollout = max_calls_per_rollout
         self.default_budget = default_budget or GenerationBudget()
         self.logs_dir = logs_dir
@@ -333,6 +349,7 @@ class Recorder:
         """Revoke the token for model calls (issue 14); the finish report is still accepted."""
         if not state.agent_done:
             state.agent_done = True
+            state.bases.clear()
             await self._submit("meta", {"rollout_id": state.rollout_id,
                                         "meta": {"agent_done_at": datetime.now(UTC).isoformat()}})
 
@@ -363,9 +380,13 @@ class Recorder:
             "response_token_ids": call.response_token_ids, "response_logprobs": call.response_logprobs,
             "finish_reason": call.finish_reason, "usage": call.usage, "latency_ms": call.latency_ms,
             "policy_version": call.policy_version, "status": call.status, "error": call.error,
-            "created_at": datetime.now(UTC),
+            "created_at": datetime.now(UTC), "base_index": None, "delta": None,
         }
-        await self._submit("insert_call", {"row": row, "n_calls": state.next_index, "engine_error": call.engine_error})
+        stored = encode_call(row, state.bases) if self.linear and state.bases else row
+        await self._submit("insert_call", {"row": stored, "n_calls": state.next_index, "engine_error": call.engine_error})
+        # Only an acknowledged (committed) call becomes a base: no row ever refers to a lost one.
+        if self.linear and (base := base_of(row)) is not None and not state.finished and not state.agent_done:
+            state.bases.appendleft(base)
         return index
 
     async def finish(self, state: RolloutState, *, status: str, reward: float | None = None,
@@ -376,6 +397,7 @@ class Recorder:
         if state.finished:
             raise ProxyError(409, f"rollout {state.rollout_id} is already finished")
         state.finished = True
+        state.bases.clear()
         logs_path = None
         if logs and self.logs_dir is not None:
             path = self.logs_dir / state.rollout_id / "runner.log"
@@ -430,8 +452,8 @@ class Recorder:
             with Session(self._db) as session:
                 if session.get(Rollout, rollout_id) is None:
                     return None
-                q = select(ModelCall).where(ModelCall.rollout_id == rollout_id).order_by(ModelCall.index)
-                return [call_dict(c) for c in session.execute(q).scalars()]
+                q = select(_CALLS).where(_CALLS.c.rollout_id == rollout_id).order_by(_CALLS.c.index)
+                return [call_dict(c) for c in expand_calls(session.execute(q).mappings())]
 
         out = await asyncio.to_thread(read)
         if out is None:
