@@ -50,7 +50,11 @@ async def rl_flow(params: RLParams = RLParams()) -> dict:
     """GRPO inside the real harness: each step rolls out task groups in sandboxes through the
     recording proxy, rebuilds one sample per model call, and updates the policy in place.
     Publishes per-step reward/loss tables and reward / success / episode-length curves."""
+    from training.workflows.compose import compose
+
     preset = load_preset(params.preset, params.overrides)
+    # what the preset composes to on this machine, refused in one line before any task starts
+    compose(preset, "rl", params.model_path).require_runnable()
     domain = params.domain or preset.tasks.domain
     dirs = select_task_dirs(domain, params.purpose, params.max_tasks)
     if not dirs:

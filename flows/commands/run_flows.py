@@ -142,9 +142,36 @@ def train_cmd(
     domain: Annotated[Optional[str], typer.Option(help="RL: task domain.")] = None,
     max_tasks: Annotated[Optional[int], typer.Option(help="RL: at most this many tasks.")] = None,
     set_: Annotated[Optional[list[str]], typer.Option("--set", help="Preset override KEY=VALUE.")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="RL: print the composed engine, trainer, backend and "
+                                          "launch commands, then exit.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Train: `train sft --data X.parquet` or `train rl --preset claw`."""
+    from openforge.presets import PresetError
+    from training.workflows.compose import CompositionError
+
+    try:
+        _train(kind, preset, data, model_path, steps, domain, max_tasks, _overrides(set_), dry_run, json_out)
+    except (PresetError, CompositionError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+def _train(kind: str, preset: str, data: str | None, model_path: str | None, steps: int | None, domain: str | None,
+           max_tasks: int | None, overrides: dict[str, Any], dry_run: bool, json_out: bool) -> None:
+    if dry_run:
+        if kind != "rl":
+            raise typer.BadParameter("--dry-run composes an RL run: use `train rl --dry-run`")
+        from openforge.presets import load_preset
+        from training.workflows.compose import compose
+
+        composition = compose(load_preset(preset, overrides), "rl", model_path)
+        if json_out:
+            _emit(composition.model_dump(mode="json"), True)
+        else:
+            for line in composition.describe():
+                typer.echo(line)
+        return
     _prefect_env()
     from flows.params import RLParams, SFTParams
     from flows.learning import rl_flow, sft_flow
@@ -152,10 +179,10 @@ def train_cmd(
     if kind == "sft":
         if not data:
             raise typer.BadParameter("train sft needs --data (the Parquet written by `openforge distill`)")
-        report = asyncio.run(sft_flow(SFTParams(preset=preset, data=data, model_path=model_path, overrides=_overrides(set_))))
+        report = asyncio.run(sft_flow(SFTParams(preset=preset, data=data, model_path=model_path, overrides=overrides)))
     elif kind == "rl":
         report = asyncio.run(rl_flow(RLParams(preset=preset, model_path=model_path, steps=steps, domain=domain,
-                                              max_tasks=max_tasks, overrides=_overrides(set_))))
+                                              max_tasks=max_tasks, overrides=overrides)))
     else:
         raise typer.BadParameter(f"unknown training kind {kind!r}: use sft or rl")
     _emit(report, json_out) if json_out else typer.echo(f"checkpoint: {report['checkpoint']}")

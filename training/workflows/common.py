@@ -11,6 +11,9 @@ from typing import Any
 from environments.records import RolloutResult
 from environments.taskdir import TaskDir, load_task
 from openforge.presets import Preset
+from training.workflows.compose import CompositionError, Workflow, compose, vllm_launch_config
+
+__all__ = ["CompositionError", "local_engine", "policy_engine", "rollout_service", "harness_options"]
 
 
 def load_tasks(dirs: Sequence[str | Path]) -> list[TaskDir]:
@@ -29,22 +32,18 @@ def sample_tasks(tasks: Sequence[TaskDir], n: int, rng: random.Random) -> list[T
     return out
 
 
-class CompositionError(ValueError):
-    """A preset asks for a combination this build cannot run (the message names the key)."""
-
-
 def local_engine(preset: Preset, model_path: str | Path | None) -> Any:
     """The in-process policy engine for ``model_path`` (else ``engine.model_path``, else the
-    default model). ``engine.kind`` must be ``local``: this loop holds the policy in-process."""
+    default model). ``engine.kind`` must be ``local``; other kinds: :func:`policy_engine`."""
     if preset.engine.kind != "local":
         raise CompositionError(
-            f"preset {preset.name!r}: engine.kind = {preset.engine.kind!r} is not served by the local "
-            "training loop (it trains the in-process engine); use --set engine.kind=local")
+            f"preset {preset.name!r}: engine.kind = {preset.engine.kind!r} is not the in-process engine; "
+            "use --set engine.kind=local")
     import torch  # noqa: PLC0415
 
     if preset.engine.device.startswith("cuda") and not torch.cuda.is_available():
-        raise CompositionError(f"preset {preset.name!r}: engine.device = {preset.engine.device!r} but this "
-                               "machine has no CUDA device; use --set engine.device=cpu")
+        raise CompositionError(f"preset {preset.name!r}: engine.device = {preset.engine.device!r} but torch "
+                               f"{torch.__version__} sees no CUDA device here; use --set engine.device=cpu")
     from training.engines.local import LocalEngine  # noqa: PLC0415 - loads torch
 
     path = model_path or preset.engine.model_path
@@ -55,6 +54,44 @@ def local_engine(preset: Preset, model_path: str | Path | None) -> Any:
         max_batch_size=preset.engine.max_batch,
         seed=preset.train.seed,
     )
+
+
+async def policy_engine(preset: Preset, model_path: str | Path | None, workflow: Workflow, *,
+                        log_dir: str | Path | None = None) -> Any:
+    """The engine ``preset`` composes to for ``workflow`` (:func:`compose`), started: the
+    in-process engine, a launched (or attached) vLLM server, or a fixed OpenAI-compatible URL.
+    Fails in one line (:class:`CompositionError`) before loading anything when the preset asks
+    for what this machine cannot run."""
+    composition = compose(preset, workflow, model_path)
+    composition.require_runnable()
+    kind = composition.engine.kind
+    if kind == "local":
+        return local_engine(preset, model_path)
+    if kind == "url":
+        from training.engines.openai_compat import OpenAICompatEngine  # noqa: PLC0415
+
+        return OpenAICompatEngine(str(preset.engine.url))
+    return await vllm_engine(preset, model_path, log_dir=log_dir)
+
+
+async def vllm_engine(preset: Preset, model_path: str | Path | None, *, log_dir: str | Path | None = None) -> Any:
+    """A started :class:`~training.engines.vllm.VLLMServer`: attached to ``engine.url`` or launched
+    on ``model_path`` (else ``engine.model_path``, else the default model) with the preset's
+    ``[engine]`` settings (token ids, logprobs and the tool parser on)."""
+    from training.engines.vllm import VLLMServer  # noqa: PLC0415
+
+    if preset.engine.url:
+        return await VLLMServer.attach(preset.engine.url).start()
+    from training.engines.model_store import resolve_model  # noqa: PLC0415
+
+    log_path = Path(log_dir) / "vllm.log" if log_dir else None
+    server = VLLMServer(vllm_launch_config(preset, resolve_model(str(model_path) if model_path else preset.engine.model_path),
+                                           log_path=log_path))
+    try:
+        return await server.start()
+    except BaseException:
+        await server.aclose()
+        raise
 
 
 def rollout_service(preset: Preset, engine: Any, *, run_id: str, harness: str | None = None,

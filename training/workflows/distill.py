@@ -21,7 +21,7 @@ from environments.taskdir import TaskDir
 from openforge.presets import Preset
 from openforge.settings import get_settings
 from training.trajectory.sft import filter_sft_trajectories, sft_examples, sft_messages, write_sft_jsonl, write_sft_parquet
-from training.workflows.common import local_engine, rollout_service, outcome_counts
+from training.workflows.common import outcome_counts, policy_engine, rollout_service
 
 
 class DistillReport(BaseModel):
@@ -38,13 +38,13 @@ class DistillReport(BaseModel):
     seconds: float
 
 
-def _teacher_engine(teacher: str, preset: Preset, tasks: Sequence[TaskDir], tokenizer: Any, model_path: str | None) -> Any:
+async def _teacher_engine(teacher: str, preset: Preset, tasks: Sequence[TaskDir], tokenizer: Any, model_path: str | None) -> Any:
     if teacher == "oracle":
         from training.engines.oracle import OracleTeacherEngine  # noqa: PLC0415
 
         return OracleTeacherEngine.from_task_dirs([t.path for t in tasks], tokenizer)
-    if teacher == "local":
-        return local_engine(preset, model_path)
+    if teacher == "local":  # the preset's policy engine (in-process, vLLM or a URL)
+        return await policy_engine(preset, model_path, "distill")
     if teacher.startswith(("http://", "https://")):
         from training.engines.openai_compat import OpenAICompatEngine  # noqa: PLC0415
 
@@ -72,7 +72,7 @@ async def distill(
     run_id = run_id or f"distill-{int(time.time())}"
     out = Path(out_dir) if out_dir else get_settings().runs_dir / run_id
     tokenizer = AutoTokenizer.from_pretrained(resolve_model(model_path))
-    engine = _teacher_engine(teacher, preset, tasks, tokenizer, model_path)
+    engine = await _teacher_engine(teacher, preset, tasks, tokenizer, model_path)
     try:
         async with rollout_service(preset, engine, run_id=run_id, refill=False,
                                    model=teacher if teacher != "local" else "policy") as service:

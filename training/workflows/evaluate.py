@@ -16,7 +16,7 @@ from openforge.presets import Preset
 from training.evaluation.behaviour import Trajectory as BehaviourTrajectory
 from training.evaluation.behaviour import capabilities, tool_usage
 from training.evaluation.passk import Outcome, score
-from training.workflows.common import local_engine, rollout_service, outcome_counts
+from training.workflows.common import outcome_counts, policy_engine, rollout_service
 
 
 class HarnessEval(BaseModel):
@@ -74,10 +74,11 @@ async def evaluate(
     label: str = "model",
     run_id: str | None = None,
 ) -> EvalReport:
-    """``n`` (default ``k``) rollouts per task and harness with the local engine."""
+    """``n`` (default ``k``) rollouts per task and harness with the preset's engine
+    (:func:`training.workflows.common.policy_engine`: in-process, vLLM or a URL)."""
     t0 = time.perf_counter()
     n = max(n or k, k)
-    engine = local_engine(preset, model_path)
+    engine = await policy_engine(preset, model_path, "evaluate")
     outcomes: list[Outcome] = []
     trajectories: list[BehaviourTrajectory] = []
     per_harness_outcomes: dict[str, dict[str, int]] = {}

@@ -1,10 +1,17 @@
-"""GRPO on the local engine + local trainer: roll out task groups, rebuild samples, update.
+"""GRPO with the local trainer: roll out task groups, rebuild samples, update.
+
+What runs is the preset's composition (:mod:`training.workflows.compose`): the local
+trainer with the in-process engine (``engine.kind = 'local'``) or with a vLLM server
+(``'vllm'``), or veRL's GRPO (``train.trainer = 'verl'``, handed to
+:func:`training.trainers.verl.run.run_verl`).
 
 One step: sample ``train.train_batch_size`` tasks → G = ``train.group_size`` rollouts of
 each through the real harness in sandboxes (the proxy records every call, with token ids
 and logprobs from the engine) → one sample per call, ``r_t = γ^(T−t)·r_T``, group
 advantages (zero-variance groups reported and skipped) → one optimiser step → the new
-weights go into the engine in place (policy version bumps) → metrics to the DB.
+weights reach the engine (:class:`WeightSync`: in place for the local engine; a saved HF
+checkpoint the vLLM server reloads) and its policy version becomes the trainer's step →
+metrics to the DB.
 """
 
 from __future__ import annotations
@@ -24,7 +31,10 @@ from openforge.settings import get_settings
 from storage.db import make_engine
 from storage.migrate import upgrade
 from training.trajectory import prepare_grpo_batch
-from training.workflows.common import local_engine, rollout_service, mean_reward, outcome_counts, sample_tasks
+from training.workflows.common import (
+    local_engine, mean_reward, outcome_counts, rollout_service, sample_tasks, vllm_engine,
+)
+from training.workflows.compose import compose
 from training.workflows.plots import curves_png
 
 log = logging.getLogger(__name__)
@@ -80,21 +90,30 @@ async def rl_train(
     """Run GRPO for ``steps`` (default ``train.steps``); returns the per-step report.
 
     Raises :class:`NoLearningSignal` when no step made an optimiser update."""
-    from training.trainers.local import LocalTrainer  # noqa: PLC0415 - torch
-
     t0 = time.perf_counter()
     cfg = preset.train
     steps = cfg.steps if steps is None else steps
     run_id = run_id or f"rl-{int(time.time())}"
     out = Path(out_dir) if out_dir else get_settings().runs_dir / run_id
+    composition = compose(preset, "rl", model_path, run_dir=out)
+    composition.require_runnable()  # one line naming the preset key, before anything loads
+    if composition.trainer is not None and composition.trainer.kind == "verl":
+        from training.trainers.verl.run import run_verl  # noqa: PLC0415
+
+        return await run_verl(preset, tasks, composition, model_path=model_path, steps=steps, run_id=run_id, out_dir=out)
     out.mkdir(parents=True, exist_ok=True)
     rng = random.Random(cfg.seed)
-    engine = local_engine(preset, model_path)
     db = make_engine(get_settings().db_url)
     upgrade(get_settings().db_url, db)  # the trainer records the run before the rollout service starts
-    trainer = LocalTrainer(engine_model_copy(engine), engine.tokenizer, cfg, device=preset.engine.device,
-                           db_engine=db, run_id=run_id, in_process_engine=True)
     records: list[StepRecord] = []
+    engine: Any = None
+    try:
+        engine, trainer, sync = await _policy(preset, composition.engine.kind, model_path, out, db, run_id)
+    except BaseException:
+        if engine is not None:
+            await engine.aclose()
+        db.dispose()
+        raise
     try:
         async with rollout_service(preset, engine, run_id=run_id) as service:
             for step in range(1, steps + 1):
@@ -109,7 +128,9 @@ async def rl_train(
                 if any(s.advantage != 0.0 for s in samples) or cfg.kl_coef or cfg.entropy_coef:
                     metrics = trainer.step(samples)
                     if metrics.get("updated"):
-                        trainer.push_weights(engine)
+                        w0 = time.perf_counter()
+                        await sync.push(trainer, engine)
+                        metrics["weight_sync_seconds"] = time.perf_counter() - w0
                 trainable = [r for r in results if r.trainable]
                 record = StepRecord(
                     step=step, reward_mean=mean_reward(results),
@@ -158,6 +179,59 @@ async def rl_train(
     )
     return RLReport(run_id=run_id, preset=preset.name, steps=records, checkpoint=str(checkpoint),
                     curve_png=str(png), seconds=time.perf_counter() - t0)
+
+
+class WeightSync:
+    """How a step's new weights reach the engine; afterwards the engine's policy version is
+    the trainer's optimiser step (what every later call records)."""
+
+    async def push(self, trainer: Any, engine: Any) -> None:  # in place: the in-process engine
+        trainer.push_weights(engine)
+
+
+class CheckpointReload(WeightSync):
+    """vLLM: save an HF checkpoint under ``root/step-N`` and have the server reload it
+    (``engine.weight_sync``: restart, or vLLM's RPC reload); only the newest is kept."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.last: Path | None = None
+
+    async def push(self, trainer: Any, engine: Any) -> None:
+        import shutil  # noqa: PLC0415
+
+        path = trainer.save_checkpoint(self.root / f"step-{trainer.global_step}")
+        await engine.reload_weights(path, version=trainer.global_step)
+        if self.last is not None and self.last != path:
+            shutil.rmtree(self.last, ignore_errors=True)
+        self.last = path
+
+
+async def _policy(preset: Preset, kind: str, model_path: str | Path | None, out: Path, db: Any,
+                  run_id: str) -> tuple[Any, Any, WeightSync]:
+    """``(engine, trainer, weight sync)`` of a local-trainer run."""
+    from training.trainers.local import LocalTrainer  # noqa: PLC0415 - torch
+
+    cfg = preset.train
+    if kind == "local":
+        engine = local_engine(preset, model_path)
+        trainer = LocalTrainer(engine_model_copy(engine), engine.tokenizer, cfg, device=preset.engine.device,
+                               db_engine=db, run_id=run_id, in_process_engine=True)
+        return engine, trainer, WeightSync()
+    from training.engines.model_store import resolve_model  # noqa: PLC0415
+
+    source = resolve_model(str(model_path) if model_path else preset.engine.model_path)
+    trainer = LocalTrainer.from_pretrained(source, cfg, device=preset.engine.device, db_engine=db, run_id=run_id,
+                                           in_process_engine=False)
+    sync = CheckpointReload(out / "weights")
+    # the server starts on the trainer's own step-0 weights and config (the default model's
+    # context extension included), so engine and trainer score tokens with one model
+    start = trainer.save_checkpoint(sync.root / "step-0")
+    sync.last = start
+    engine = await vllm_engine(preset, start, log_dir=out)
+    if preset.engine.url:  # attached (it must see this run's files): bring it onto the start weights
+        await engine.reload_weights(start, version=0)
+    return engine, trainer, sync
 
 
 def engine_model_copy(engine: Any) -> Any:

