@@ -13,14 +13,18 @@ PY="${1:-$ROOT/.venv/bin/python}"
 CONSTRAINTS="$ROOT/constraints.txt"
 VERL_VERSION="${VERL_VERSION:-0.9.1}"
 # `datasets` is not in FEASIBILITY.md's list but verl.experimental.agent_loop imports it (seen 2026-11-29).
-DEPS=(ray tensordict torchdata hydra-core codetiming pylatexenc peft cachetools datasets)
+# TransferQueue: veRL 0.9's default (v1) trainer imports `transfer_queue` (verl's "verl-core"
+# extra); it goes in --no-deps (its `ray[default]` would add the dashboard stack), with the two
+# deps it needs beyond ray/tensordict/hydra.
+DEPS=(ray tensordict torchdata hydra-core codetiming pylatexenc peft cachetools datasets msgspec pyzmq)
+TQ_VERSION="${TRANSFER_QUEUE_VERSION:-0.1.11}"
 
 pip_install() {
   "$PY" -m pip install --disable-pip-version-check -q -c "$CONSTRAINTS" "$@"
 }
 
 missing=()
-for mod in ray tensordict torchdata hydra codetiming pylatexenc peft cachetools datasets; do
+for mod in ray tensordict torchdata hydra codetiming pylatexenc peft cachetools datasets msgspec zmq; do
   "$PY" -c "import $mod" >/dev/null 2>&1 || missing+=("$mod")
 done
 if ((${#missing[@]})); then
@@ -37,7 +41,15 @@ else
   pip_install --no-deps "verl==$VERL_VERSION"
 fi
 
+if "$PY" -c "import transfer_queue" >/dev/null 2>&1; then
+  echo "install-verl: transfer_queue already installed"
+else
+  echo "install-verl: installing TransferQueue==$TQ_VERSION (--no-deps)"
+  pip_install --no-deps "TransferQueue==$TQ_VERSION"
+fi
+
 "$PY" - <<'PY'
+import transfer_queue  # noqa: F401  (veRL's default v1 trainer imports it)
 import torch, transformers, verl
 from verl.trainer.ppo import core_algos  # noqa: F401
 from verl.experimental.agent_loop import AgentLoopBase  # noqa: F401
