@@ -32,11 +32,13 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 DEFAULT_VENV = Path(os.environ.get("OPENFORGE_BENCH_VENV", "/tmp/openforge-bench-venv"))
 PEER_PACKAGES = ["litellm[proxy]", "rllm-model-gateway", "sniffio"]
 MODEL = "bench-policy"
@@ -57,8 +59,15 @@ def _mock_payload() -> bytes:
     }).encode()
 
 
-def mock_engine_app():
+def mock_engine_app(delay_s: float = 0.0):
+    """The small request gets a fixed answer; trajectory calls (bench/proxy_load.py) an answer
+    whose prompt ids tokenize their messages, after ``delay_s`` unless marked ``[nodelay]``."""
+    import orjson
+
+    from proxy_load import NO_DELAY_MARK, TRAJECTORY_MARK, engine_answer
+
     payload = _mock_payload()
+    counter = [0]
     models = json.dumps({"object": "list", "data": [{"id": MODEL, "object": "model", "created": 0,
                                                      "owned_by": "bench"}]}).encode()
 
@@ -72,10 +81,18 @@ def mock_engine_app():
                     await send({"type": "lifespan.shutdown.complete"})
                     return
         more = True
+        chunks = []
         while more:
             msg = await receive()
+            chunks.append(msg.get("body", b""))
             more = msg.get("more_body", False)
         body = models if scope["path"].endswith("/models") else payload
+        raw = b"".join(chunks)
+        if TRAJECTORY_MARK in raw:  # a trajectory call, not the small request
+            counter[0] += 1
+            body = engine_answer(orjson.loads(raw), counter[0])
+            if delay_s and NO_DELAY_MARK not in raw:
+                await asyncio.sleep(delay_s)
         await send({"type": "http.response.start", "status": 200,
                     "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
         await send({"type": "http.response.body", "body": body})
@@ -310,6 +327,258 @@ async def bench_rllm(engine_url: str, workdir: Path, args: argparse.Namespace, b
         proc.stop()
 
 
+# -- trajectory workloads (issue 18) -------------------------------------------------------------
+@dataclass
+class TrajResult:
+    target: str
+    workload: str
+    calls: int = 0
+    errors: int = 0
+    wall_s: float = float("nan")  # mean rollout wall time
+    added_frac: float = float("nan")  # (wall - direct wall) / direct wall
+    add_p50_ms: float = float("nan")  # per-call latency minus the direct engine's p50
+    add_p99_ms: float = float("nan")
+    cpu_ms: float = float("nan")  # server CPU per call
+    rss_mb: float = float("nan")  # server peak RSS
+    rps: float = float("nan")  # calls/s, engine without delay
+    stored_mb: float = float("nan")
+    full_mb: float = float("nan")
+    unique_mb: float = float("nan")
+    tokens: float = float("nan")
+    note: str = ""
+
+
+def rss_mb(pid: int) -> float:
+    import psutil
+
+    try:
+        proc = psutil.Process(pid)
+        return sum(p.memory_info().rss for p in [proc, *proc.children(recursive=True)]) / 2**20
+    except psutil.Error:
+        return float("nan")
+
+
+async def replay(w: Any, bases: list[tuple[str, dict[str, str]]], pid: int | None,
+                 bodies: list[bytes] | None = None, path: str | None = None) -> dict[str, Any]:
+    """Every rollout replays the workload's calls in order, all rollouts at once."""
+    bodies = bodies or w.bodies
+    path = path or w.path
+    lat: list[float] = []
+    walls: list[float] = []
+    errors: list[str] = []
+    peak = [0.0]
+    done = asyncio.Event()
+
+    async def sample() -> None:
+        while not done.is_set() and pid:
+            peak[0] = max(peak[0], rss_mb(pid))
+            await asyncio.sleep(0.25)
+
+    async def rollout(http: aiohttp.ClientSession, base: str, headers: dict[str, str]) -> None:
+        t_roll = time.perf_counter()
+        hdrs = {"content-type": "application/json", **headers}
+        for body in bodies:
+            t0 = time.perf_counter()
+            try:
+                async with http.post(f"{base}/{path}", data=body, headers=hdrs) as r:
+                    text = await r.read()
+                    if r.status != 200:
+                        errors.append(f"{r.status}: {text[:200]!r}")
+                        return
+            except (TimeoutError, aiohttp.ClientError) as exc:
+                errors.append(f"{type(exc).__name__}: {exc}")
+                return
+            lat.append((time.perf_counter() - t0) * 1000)
+        walls.append(time.perf_counter() - t_roll)
+
+    sampler = asyncio.create_task(sample())
+    connector = aiohttp.TCPConnector(limit=len(bases) + 8)
+    cpu0 = cpu_seconds(pid) if pid else float("nan")
+    t0 = time.perf_counter()
+    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=600)) as http:
+        await asyncio.gather(*(rollout(http, b, h) for b, h in bases))
+    elapsed = time.perf_counter() - t0
+    cpu = (cpu_seconds(pid) - cpu0) if pid else float("nan")
+    done.set()
+    await sampler
+    return {"lat": lat, "walls": walls, "errors": errors, "elapsed": elapsed, "cpu_s": cpu, "rss_mb": peak[0]}
+
+
+def chat_bodies(w: Any) -> list[bytes]:
+    """The chat bodies the proxy sends the engine for ``w`` (for the direct baseline)."""
+    import orjson
+
+    from training.proxy.translate_chat import chat_for_engine
+    from training.proxy.translate_messages import messages_to_chat
+    from training.proxy.translate_responses import responses_to_chat
+
+    out = []
+    for raw in w.bodies:
+        body = orjson.loads(raw)
+        chat = (chat_for_engine(body) if w.api == "chat" else responses_to_chat(body)[0] if w.api == "responses"
+                else messages_to_chat(body))
+        chat.pop("stream", None)
+        chat.pop("stream_options", None)
+        out.append(orjson.dumps({**chat, "return_token_ids": True, "logprobs": True}))
+    return out
+
+
+def summarize(target: str, w: Any, slow: dict[str, Any], fast: dict[str, Any] | None,
+              direct: TrajResult | None, direct_lat: list[float] | None) -> TrajResult:
+    r = TrajResult(target, w.name, calls=len(slow["lat"]), errors=len(slow["errors"]))
+    if slow["walls"]:
+        r.wall_s = statistics.mean(slow["walls"])
+    if direct is not None and direct.wall_s == direct.wall_s:
+        r.added_frac = r.wall_s / direct.wall_s - 1
+    if direct_lat and slow["lat"]:
+        r.add_p50_ms = statistics.median(slow["lat"]) - statistics.median(direct_lat)
+        r.add_p99_ms = percentile(slow["lat"], 0.99) - percentile(direct_lat, 0.99)
+    if r.calls:
+        r.cpu_ms = slow["cpu_s"] * 1000 / r.calls
+    r.rss_mb = slow["rss_mb"]
+    if fast is not None and fast["lat"]:
+        r.rps = len(fast["lat"]) / fast["elapsed"]
+        r.errors += len(fast["errors"])
+    errs = slow["errors"] + (fast["errors"] if fast else [])
+    if errs:
+        r.note = f"{len(errs)} errors, first: {errs[0][:160]}"
+    return r
+
+
+async def openforge_proxy(engine_url: str, workdir: Path, name: str, *, full: bool = False,
+                          db_url: str | None = None) -> tuple[Proc, str, str]:
+    db_url = db_url or f"sqlite:///{workdir / (name + '.db')}"
+    port = free_port()
+    cmd = [sys.executable, "-m", "flows.cli", "proxy", "serve", "--engine", engine_url, "--port", str(port),
+           "--db", db_url, "--admin-key", "bench", "--max-calls", "100000000"]
+    proc = spawn(name, cmd + (["--full-storage"] if full else []), workdir, env={"PYTHONPATH": str(ROOT)})
+    await wait_http(f"http://127.0.0.1:{port}/healthz", proc)
+    return proc, f"http://127.0.0.1:{port}", db_url
+
+
+async def register_rollouts(url: str, n: int, prefix: str) -> list[tuple[str, dict[str, str]]]:
+    async with httpx.AsyncClient(base_url=url, headers={"authorization": "Bearer bench"}, timeout=60) as h:
+        regs = [(await h.post("/admin/rollouts", json={"task_id": f"{prefix}-{i}"})).json() for i in range(n)]
+    return [(r["base_url"], {}) for r in regs]
+
+
+async def bench_trajectories(engine_url: str, workdir: Path, args: argparse.Namespace,
+                             bin_dir: Path | None) -> list[TrajResult]:
+    from proxy_load import sqlite_storage, without_delay, workloads
+
+    out: list[TrajResult] = []
+    n = args.rollouts
+    for w in workloads(args.traj_calls, args.final_tokens):
+        if w.name not in args.workloads.split(","):
+            continue
+        fast_w = without_delay(w)
+        direct_bodies = chat_bodies(w)
+        direct_fast = chat_bodies(fast_w)
+        d_slow = await replay(w, [(engine_url, {})] * n, None, direct_bodies, "chat/completions")
+        d_fast = await replay(w, [(engine_url, {})] * n, None, direct_fast, "chat/completions")
+        direct = summarize("direct (engine)", w, d_slow, d_fast, None, None)
+        out.append(direct)
+        print(f"  {w.name}: direct done", flush=True)
+        for name, full in (("openforge", False), ("openforge full-storage", True)):
+            proc, url, db_url = await openforge_proxy(engine_url, workdir, f"{name.replace(' ', '-')}-{w.name}", full=full)
+            try:
+                slow = await replay(w, await register_rollouts(url, n, w.name), proc.popen.pid)
+                fast = await replay(fast_w, await register_rollouts(url, n, w.name + "-fast"), proc.popen.pid)
+            finally:
+                proc.stop()
+            r = summarize(name, w, slow, fast, direct, d_slow["lat"])
+            st = sqlite_storage(db_url.removeprefix("sqlite:///"))
+            r.stored_mb, r.full_mb, r.unique_mb, r.tokens = st["stored_mb"], st["full_mb"], st["unique_mb"], st["tokens"]
+            out.append(r)
+            print(f"  {w.name}: {name} done", flush=True)
+        if bin_dir is not None:
+            for peer in (traj_rllm, traj_litellm):
+                try:
+                    out.append(await peer(engine_url, workdir, w, fast_w, n, bin_dir, direct, d_slow["lat"]))
+                except Exception as exc:  # noqa: BLE001 - a peer that cannot run a workload is reported
+                    out.append(TrajResult(peer.__name__.removeprefix("traj_"), w.name, note=str(exc)[:200]))
+                print(f"  {w.name}: {peer.__name__} done", flush=True)
+    return out
+
+
+async def traj_rllm(engine_url: str, workdir: Path, w: Any, fast_w: Any, n: int, bin_dir: Path,
+                    direct: TrajResult, direct_lat: list[float]) -> TrajResult:
+    if w.api != "chat":
+        return TrajResult("rllm-model-gateway", w.name, note=f"speaks OpenAI chat only, not {w.api}")
+    port = free_port()
+    proc = spawn(f"rllm-{w.name}", [str(bin_dir / "rllm-model-gateway"), "--host", "127.0.0.1", "--port", str(port),
+                                    "--worker", engine_url, "--db-path", str(workdir / f"rllm-{w.name}.db"),
+                                    "--store", "sqlite", "--log-level", "warning"], workdir)
+    try:
+        await wait_http(f"http://127.0.0.1:{port}/health", proc)
+
+        async def sessions() -> list[tuple[str, dict[str, str]]]:
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as h:
+                sids = [(await h.post("/sessions", json={})).json()["session_id"] for _ in range(n)]
+            return [(f"http://127.0.0.1:{port}/sessions/{sid}/v1", {}) for sid in sids]
+
+        slow = await replay(w, await sessions(), proc.popen.pid)
+        fast = await replay(fast_w, await sessions(), proc.popen.pid)
+        r = summarize("rllm-model-gateway", w, slow, fast, direct, direct_lat)
+        db = workdir / f"rllm-{w.name}.db"
+        r.stored_mb = db.stat().st_size / max(1, 2 * n) / 1e6 if db.exists() else float("nan")
+        r.note = (r.note + "; " if r.note else "") + "MB stored: SQLite file size / rollouts"
+        return r
+    finally:
+        proc.stop()
+
+
+async def traj_litellm(engine_url: str, workdir: Path, w: Any, fast_w: Any, n: int, bin_dir: Path,
+                       direct: TrajResult, direct_lat: list[float]) -> TrajResult:
+    port = free_port()
+    cfg = workdir / f"litellm-{w.name}.yaml"
+    cfg.write_text("model_list:\n" + "".join(
+        f"  - model_name: {m}\n    litellm_params:\n      model: openai/{m}\n      api_base: {engine_url}\n"
+        "      api_key: bench\n" for m in (MODEL,))
+        + "litellm_settings:\n  drop_params: true\n  telemetry: false\n")
+    key = "sk-openforge-bench-0123456789abcdef"
+    env = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_LOG": "ERROR", "DISABLE_SCHEMA_UPDATE": "true",
+           "LITELLM_MASTER_KEY": key}
+    proc = spawn(f"litellm-{w.name}", [str(bin_dir / "litellm"), "--config", str(cfg), "--port", str(port),
+                                       "--host", "127.0.0.1", "--num_workers", "1"], workdir, env=env)
+    try:
+        await wait_http(f"http://127.0.0.1:{port}/health/liveliness", proc, timeout=180)
+        bases = [(f"http://127.0.0.1:{port}/v1", {"authorization": f"Bearer {key}", "x-api-key": key})] * n
+        slow = await replay(w, bases, proc.popen.pid)
+        fast = await replay(fast_w, bases, proc.popen.pid) if not slow["errors"] else None
+        r = summarize("LiteLLM proxy", w, slow, fast, direct, direct_lat)
+        r.note = (r.note + "; " if r.note else "") + "records nothing (default config)"
+        return r
+    finally:
+        proc.stop()
+
+
+def traj_report(results: list[TrajResult], args: argparse.Namespace) -> str:
+    lines = [f"trajectory workloads: {args.rollouts} concurrent rollouts, engine delay {args.engine_delay:.2f} s a call "
+             f"(req/s: the same replay with no delay)",
+             f"{'workload':<8} {'target':<24} {'calls':>6} {'err':>4} {'+wall %':>8} {'+p50 ms':>8} {'+p99 ms':>8} "
+             f"{'cpu ms/call':>11} {'RSS MB':>7} {'req/s':>7} {'MB/rollout':>10} {'full MB':>8} {'uniq MB':>8} "
+             f"{'stored/uniq':>11}", "-" * 150]
+    for r in results:
+        ratio = r.stored_mb / r.unique_mb if r.unique_mb == r.unique_mb and r.unique_mb else float("nan")
+        lines.append(f"{r.workload:<8} {r.target:<24} {r.calls:6d} {r.errors:4d} {100 * r.added_frac:8.2f} "
+                     f"{r.add_p50_ms:8.2f} {r.add_p99_ms:8.2f} {r.cpu_ms:11.2f} {r.rss_mb:7.0f} {r.rps:7.0f} "
+                     f"{r.stored_mb:10.3f} {r.full_mb:8.3f} {r.unique_mb:8.3f} {ratio:11.2f}"
+                     + (f"  {r.note}" if r.note else ""))
+    for w in sorted({r.workload for r in results}):
+        ours = next((r for r in results if r.workload == w and r.target == "openforge"), None)
+        full = next((r for r in results if r.workload == w and r.target == "openforge full-storage"), None)
+        if ours and full and ours.stored_mb == ours.stored_mb:
+            lines.append(f"{w}: bytes per rollout {full.stored_mb:.2f} MB in full -> {ours.stored_mb:.2f} MB linear "
+                         f"({full.stored_mb / ours.stored_mb:.1f}x less; {ours.tokens:.0f} unique tokens)")
+        for p in (r for r in results if r.workload == w and r.target not in ("openforge", "openforge full-storage",
+                                                                             "direct (engine)") and r.rps == r.rps):
+            if ours:
+                lines.append(f"{w}: openforge vs {p.target}: req/s {ours.rps / p.rps:.2f}x, cpu/call "
+                             f"{p.cpu_ms / ours.cpu_ms:.1f}x less")
+    return "\n".join(lines)
+
+
 # -- report --------------------------------------------------------------------------------------
 def report(results: list[Result], direct: Result) -> str:
     lines = [f"{'target':<20} {'p50 ms':>8} {'p99 ms':>8} {'+p50 ms':>8} {'+p99 ms':>8} {'req/s':>8} {'cpu ms/req':>10} {'errors':>6}  records",
@@ -347,7 +616,8 @@ async def main(args: argparse.Namespace) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="openforge-bench-"))
     bin_dir = None if args.skip_peers else ensure_peer_venv(args.venv)
     engine_port = free_port()
-    engine = spawn("mock-engine", [sys.executable, str(Path(__file__).resolve()), "--serve-mock", str(engine_port)], workdir)
+    engine = spawn("mock-engine", [sys.executable, str(Path(__file__).resolve()), "--serve-mock", str(engine_port),
+                                   "--engine-delay", str(args.engine_delay)], workdir)
     engine_url = f"http://127.0.0.1:{engine_port}/v1"
     results: list[Result] = []
     t_start = time.monotonic()
@@ -367,6 +637,10 @@ async def main(args: argparse.Namespace) -> int:
                 except Exception as exc:  # noqa: BLE001 - a peer that fails to start is reported, not fatal
                     results.append(Result(fn.__name__.removeprefix("bench_"), notes=[str(exc)[:300]]))
                 print(f"{fn.__name__} done ({time.monotonic() - t_start:.0f}s)", flush=True)
+        traj: list[TrajResult] = []
+        if args.workloads:
+            traj = await bench_trajectories(engine_url, workdir, args, bin_dir)
+            print(f"trajectories done ({time.monotonic() - t_start:.0f}s)", flush=True)
     finally:
         engine.stop()
     print(f"\nconcurrency {args.concurrency}, {args.duration:.0f}s per throughput run, {args.n_latency} sequential "
@@ -375,8 +649,12 @@ async def main(args: argparse.Namespace) -> int:
     for r in results:
         for note in r.notes:
             print(f"note ({r.name}): {note}")
+    if traj:
+        print()
+        print(traj_report(traj, args))
     if args.json:
-        Path(args.json).write_text(json.dumps([r.__dict__ for r in [direct, *results]], indent=2))
+        Path(args.json).write_text(json.dumps({"small": [r.__dict__ for r in [direct, *results]],
+                                               "trajectories": [r.__dict__ for r in traj]}, indent=2))
     return 0
 
 
@@ -389,6 +667,12 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--skip-peers", action="store_true", help="only the direct engine and this proxy")
     p.add_argument("--json", help="also write the results to this JSON file")
     p.add_argument("--serve-mock", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--engine-delay", type=float, default=1.0,
+                   help="seconds the mock engine takes per trajectory call (a real engine's service time)")
+    p.add_argument("--rollouts", type=int, default=64, help="concurrent rollouts replaying each trajectory workload")
+    p.add_argument("--traj-calls", type=int, default=40, help="calls of the Codex/Claude workloads (chat: half)")
+    p.add_argument("--final-tokens", type=int, default=60_000, help="prompt tokens of their last call (chat: 1/8)")
+    p.add_argument("--workloads", default="codex,claude,chat", help="trajectory workloads to run ('' for none)")
     return p.parse_args()
 
 
@@ -402,6 +686,7 @@ if __name__ == "__main__":
     if ns.serve_mock:
         import uvicorn
 
-        uvicorn.run(mock_engine_app(), host="127.0.0.1", port=ns.serve_mock, log_level="warning", access_log=False)
+        uvicorn.run(mock_engine_app(ns.engine_delay), host="127.0.0.1", port=ns.serve_mock, log_level="warning",
+                    access_log=False)
         sys.exit(0)
     sys.exit(asyncio.run(main(ns)))

@@ -82,6 +82,18 @@ def _header_token(request: Request) -> str | None:
 
 
 async def _read_json(request: Request, limit: int) -> dict[str, Any]:
+    return (await _read_body(request, limit))[0]
+
+
+def _may_hold_images(raw: bytes) -> bool:
+    """False only when no part of the body can be an image part: its JSON never spells
+    "image", not even with \\u escapes of i, m, a, g or e (all \\u006X). A byte search
+    instead of a walk over the whole history on every call."""
+    return b"image" in raw or b"\\u006" in raw
+
+
+async def _read_body(request: Request, limit: int) -> tuple[dict[str, Any], bytes]:
+    """The JSON object of the body and its raw bytes."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise ProxyError(413, f"request body of {declared} bytes exceeds the limit of {limit} bytes")
@@ -92,13 +104,14 @@ async def _read_json(request: Request, limit: int) -> dict[str, Any]:
         if size > limit:
             raise ProxyError(413, f"request body exceeds the limit of {limit} bytes")
         chunks.append(chunk)
+    raw = b"".join(chunks)
     try:
-        body = orjson.loads(b"".join(chunks))
+        body = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise ProxyError(400, f"malformed JSON body: {exc}") from exc
     if not isinstance(body, dict):
         raise ProxyError(400, f"request body must be a JSON object, got {type(body).__name__}")
-    return body
+    return body, raw
 
 
 def _samples(response: dict[str, Any]) -> tuple[list[int] | None, list[int] | None, list[float] | None, str | None]:
@@ -186,7 +199,7 @@ def create_app(engine: ChatEngine, *, db_url: str | None = None, admin_key: str 
             state = await recorder.resolve(token)
             if state.agent_done:
                 raise await recorder.refuse_after_agent_done(state)
-            body = await _read_json(request, max_body_bytes)
+            body, raw = await _read_body(request, max_body_bytes)
             if allowed is not None and body.get("model") not in allowed:
                 raise ProxyError(404, f"model {body.get('model')!r} is not served here; served: {sorted(allowed)}",
                                  param="model", code="model_not_found")
@@ -200,7 +213,7 @@ def create_app(engine: ChatEngine, *, db_url: str | None = None, admin_key: str 
             recorder.begin_call(state)
             chat, grant = await _within_budget(api, state, chat, body)
             try:
-                answer, timing = await _ask_engine(api, state, chat, body)
+                answer, timing = await _ask_engine(api, state, chat, body, _may_hold_images(raw))
             except BaseException:
                 state.ledger.settle(grant, 0)
                 raise
@@ -242,13 +255,13 @@ def create_app(engine: ChatEngine, *, db_url: str | None = None, admin_key: str 
             raise ProxyError(400, str(exc), code=BUDGET_EXHAUSTED) from exc
         return with_max_tokens(chat, grant), grant
 
-    async def _ask_engine(api: str, state: RolloutState, chat: dict[str, Any],
-                          body: dict[str, Any]) -> tuple[dict[str, Any], tuple[float, float]]:
+    async def _ask_engine(api: str, state: RolloutState, chat: dict[str, Any], body: dict[str, Any],
+                          may_hold_images: bool = True) -> tuple[dict[str, Any], tuple[float, float]]:
         """Ask the engine and record the call; returns the answer and (engine ms, record ms)."""
         stored_request = dict(chat)
         if api != "chat":
             stored_request["_client_request"] = body
-        if has_inline_images(stored_request):  # images by content hash in side files, not in the DB
+        if may_hold_images and has_inline_images(stored_request):  # images by content hash in side files, not in the DB
             try:
                 stored_request, _ = await asyncio.to_thread(externalize_images, stored_request, blobs)
             except ImageError as exc:
