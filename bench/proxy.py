@@ -553,6 +553,132 @@ async def traj_litellm(engine_url: str, workdir: Path, w: Any, fast_w: Any, n: i
         proc.stop()
 
 
+async def bench_streams(engine_url: str, workdir: Path, args: argparse.Namespace) -> list[str]:
+    """``--streams`` concurrent streamed Messages calls held through the proxy while the engine
+    takes ``--engine-delay``; then the same load with the proxy SIGKILLed mid-way: every call a
+    client saw answered in full must be in the DB."""
+    import sqlite3
+
+    import orjson
+
+    n = args.streams
+    body = orjson.dumps({"model": MODEL, "max_tokens": 256, "stream": True, "system": "You are a coding agent.",
+                         "messages": [{"role": "user", "content": "TASK: say ok"}]})
+    lines = []
+    proc, url, db_url = await openforge_proxy(engine_url, workdir, "openforge-streams")
+    try:
+        bases = await register_rollouts(url, n, "stream")
+        ok = errs = 0
+        first_err = ""
+        peak = [0.0]
+
+        async def one(http: aiohttp.ClientSession, base: str) -> None:
+            nonlocal ok, errs, first_err
+            try:
+                async with http.post(f"{base}/messages", data=body, headers={"content-type": "application/json"}) as r:
+                    text = await r.read()
+                    if r.status == 200 and b"message_stop" in text:
+                        ok += 1
+                        return
+                    first_err = first_err or f"{r.status} {text[:120]!r}"
+            except (TimeoutError, aiohttp.ClientError) as exc:
+                first_err = first_err or f"{type(exc).__name__}: {exc}"
+            errs += 1
+
+        async def sample() -> None:
+            while True:
+                peak[0] = max(peak[0], rss_mb(proc.popen.pid))
+                await asyncio.sleep(0.25)
+
+        sampler = asyncio.create_task(sample())
+        t0 = time.perf_counter()
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=n + 8),
+                                         timeout=aiohttp.ClientTimeout(total=300)) as http:
+            await asyncio.gather(*(one(http, b) for b, _ in bases))
+        sampler.cancel()
+        lines.append(f"{n} concurrent streamed Messages calls (engine {args.engine_delay:.2f} s): {ok} ok, {errs} errors "
+                     f"in {time.perf_counter() - t0:.1f} s, proxy peak RSS {peak[0]:.0f} MB"
+                     + (f"; first error: {first_err}" if first_err else ""))
+    finally:
+        proc.stop()
+
+    # SIGKILL under that load.
+    proc, url, db_url = await openforge_proxy(engine_url, workdir, "openforge-sigkill")
+    bases = await register_rollouts(url, n, "kill")
+    acked: dict[str, int] = {}
+    stop = asyncio.Event()
+
+    async def loop(http: aiohttp.ClientSession, base: str) -> None:
+        rid_token = base.rsplit("/rollouts/", 1)[1].split("/")[0]
+        while not stop.is_set():
+            try:
+                async with http.post(f"{base}/messages", data=body, headers={"content-type": "application/json"}) as r:
+                    text = await r.read()
+                    if r.status == 200 and b"message_stop" in text:
+                        acked[rid_token] = acked.get(rid_token, 0) + 1
+                        continue
+            except (TimeoutError, aiohttp.ClientError):
+                pass
+            return
+
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=n + 8),
+                                     timeout=aiohttp.ClientTimeout(total=60)) as http:
+        tasks = [asyncio.create_task(loop(http, b)) for b, _ in bases]
+        await asyncio.sleep(max(3.0, 4 * args.engine_delay))
+        os.killpg(proc.popen.pid, signal.SIGKILL)
+        stop.set()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    proc.popen.wait(10)
+    from training.proxy.recorder import token_sha256
+
+    conn = sqlite3.connect(db_url.removeprefix("sqlite:///"))
+    rows = dict(conn.execute("select r.token_sha256, count(c.id) from rollouts r left join model_calls c "
+                             "on c.rollout_id = r.id group by r.id").fetchall())
+    conn.close()
+    lost = sum(max(0, k - rows.get(token_sha256(tok), 0)) for tok, k in acked.items())
+    lines.append(f"SIGKILL under {n} concurrent streamed rollouts: {sum(acked.values())} calls acknowledged before the "
+                 f"kill, {sum(rows.values())} in the DB, {lost} acknowledged calls lost")
+    return lines
+
+
+async def bench_processes(engine_url: str, workdir: Path, args: argparse.Namespace) -> list[str]:
+    """1 and 4 proxy processes on one PostgreSQL (``--pg-url``): rollouts registered on the
+    first, each then served by process ``i % N`` (a token binds a rollout to any proxy that
+    shares the DB). The small request at ``--concurrency``."""
+    from sqlalchemy import text
+
+    from storage.db import make_engine
+    from storage.migrate import upgrade
+    from storage.models import Base
+
+    db = make_engine(args.pg_url)
+    with db.begin() as conn:  # a fresh schema: the bench's own database
+        Base.metadata.drop_all(conn)
+        conn.execute(text("DROP TABLE IF EXISTS alembic_version"))
+    upgrade(args.pg_url, db)
+    db.dispose()
+    lines = []
+    for n_procs in (1, 4):
+        procs = []
+        try:
+            for k in range(n_procs):
+                procs.append(await openforge_proxy(engine_url, workdir, f"openforge-pg{n_procs}-{k}", db_url=args.pg_url))
+            first = procs[0][1]
+            regs = await register_rollouts(first, args.concurrency, f"pg{n_procs}")
+            urls = []
+            for i, (base, _) in enumerate(regs):
+                own = procs[i % n_procs][1]
+                urls.append(own + base[len(first):] + "/chat/completions")
+            res = await measure(f"openforge x{n_procs} (PostgreSQL)", poster(lambda i: urls[i % len(urls)]),
+                                n_latency=args.n_latency, duration=args.duration, concurrency=args.concurrency)
+            lines.append(f"{n_procs} proxy process(es) on one PostgreSQL, c={args.concurrency}: p50 {res.p50_ms:.2f} ms, "
+                         f"p99 {res.p99_ms:.2f} ms, {res.rps:.0f} req/s, {res.errors} errors")
+        finally:
+            for proc, _, _ in procs:
+                proc.stop()
+    return lines
+
+
 def traj_report(results: list[TrajResult], args: argparse.Namespace) -> str:
     lines = [f"trajectory workloads: {args.rollouts} concurrent rollouts, engine delay {args.engine_delay:.2f} s a call "
              f"(req/s: the same replay with no delay)",
@@ -638,6 +764,13 @@ async def main(args: argparse.Namespace) -> int:
                     results.append(Result(fn.__name__.removeprefix("bench_"), notes=[str(exc)[:300]]))
                 print(f"{fn.__name__} done ({time.monotonic() - t_start:.0f}s)", flush=True)
         traj: list[TrajResult] = []
+        stream_lines: list[str] = []
+        if args.streams:
+            stream_lines = await bench_streams(engine_url, workdir, args)
+            print(f"streams done ({time.monotonic() - t_start:.0f}s)", flush=True)
+        if args.pg_url:
+            stream_lines += await bench_processes(engine_url, workdir, args)
+            print(f"processes done ({time.monotonic() - t_start:.0f}s)", flush=True)
         if args.workloads:
             traj = await bench_trajectories(engine_url, workdir, args, bin_dir)
             print(f"trajectories done ({time.monotonic() - t_start:.0f}s)", flush=True)
@@ -652,6 +785,8 @@ async def main(args: argparse.Namespace) -> int:
     if traj:
         print()
         print(traj_report(traj, args))
+    for line in stream_lines:
+        print(line)
     if args.json:
         Path(args.json).write_text(json.dumps({"small": [r.__dict__ for r in [direct, *results]],
                                                "trajectories": [r.__dict__ for r in traj]}, indent=2))
@@ -673,6 +808,9 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--traj-calls", type=int, default=40, help="calls of the Codex/Claude workloads (chat: half)")
     p.add_argument("--final-tokens", type=int, default=60_000, help="prompt tokens of their last call (chat: 1/8)")
     p.add_argument("--workloads", default="codex,claude,chat", help="trajectory workloads to run ('' for none)")
+    p.add_argument("--pg-url", default=os.environ.get("OPENFORGE_BENCH_PG_URL"),
+                   help="PostgreSQL for the 1 -> 4 process figure (its tables are dropped; default $OPENFORGE_BENCH_PG_URL)")
+    p.add_argument("--streams", type=int, default=1000, help="concurrent streamed connections held, then SIGKILL (0: skip)")
     return p.parse_args()
 
 
