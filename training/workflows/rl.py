@@ -191,7 +191,8 @@ class WeightSync:
 
 class CheckpointReload(WeightSync):
     """vLLM: save an HF checkpoint under ``root/step-N`` and have the server reload it
-    (``engine.weight_sync``: restart, or vLLM's RPC reload); only the newest is kept."""
+    (``engine.weight_sync``: restart, or vLLM's RPC reload); the start weights (step-0) and
+    the newest are kept."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -202,7 +203,7 @@ class CheckpointReload(WeightSync):
 
         path = trainer.save_checkpoint(self.root / f"step-{trainer.global_step}")
         await engine.reload_weights(path, version=trainer.global_step)
-        if self.last is not None and self.last != path:
+        if self.last is not None and self.last != path and self.last.name != "step-0":
             shutil.rmtree(self.last, ignore_errors=True)
         self.last = path
 

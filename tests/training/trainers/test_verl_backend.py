@@ -20,8 +20,8 @@ from openforge.presets import list_presets, load_preset  # noqa: E402
 from tests.training.trajectory.tiny import chat_call, rollout, tiny_tokenizer  # noqa: E402
 from training.trainers.local.losses import grpo_token_loss, kl_k3, token_weights  # noqa: E402
 from training.trainers.verl.advantage import ESTIMATOR_NAME, openforge_grpo_advantage, register  # noqa: E402
-from training.trainers.verl.config import to_hydra_overrides, verl_config, verl_overrides  # noqa: E402
-from training.trainers.verl.outputs import RecordedRollout, output_fields  # noqa: E402
+from training.trainers.verl.config import ADV_ESTIMATOR, to_hydra_overrides, verl_config, verl_overrides  # noqa: E402
+from training.trainers.verl.outputs import RecordedRollout, output_list  # noqa: E402
 from training.trainers.verl.rows import UID_SEP, build_rows, to_data_proto  # noqa: E402
 from training.trajectory import assign_group_advantages, build_trajectory  # noqa: E402
 from training.trajectory.records import Sample  # noqa: E402
@@ -150,8 +150,11 @@ def test_config_from_every_preset_merges_into_verl_defaults(name: str) -> None:
     cfg = verl_config(preset, model_path="/models/policy")
     t = preset.train
     actor = cfg.actor_rollout_ref.actor
-    assert cfg.algorithm.adv_estimator == ESTIMATOR_NAME
+    assert cfg.algorithm.adv_estimator == ADV_ESTIMATOR == "grpo"  # v1's multi-output GRPO (see config.py)
     assert cfg.actor_rollout_ref.rollout.n == t.group_size
+    vllm_args = cfg.actor_rollout_ref.rollout.engine_kwargs.vllm  # veRL's replicas accept `tools`
+    assert vllm_args.enable_auto_tool_choice is True and vllm_args.tool_call_parser == "hermes"
+    assert cfg.actor_rollout_ref.rollout.logprobs_mode == "processed_logprobs" and cfg.trainer.use_v1 is True
     assert actor.optim.lr == t.lr and actor.clip_ratio_low == t.clip_eps_low and actor.clip_ratio_high == t.clip_eps_high
     assert actor.loss_agg_mode == {"per_rollout": "seq-mean-token-mean", "per_token": "token-mean"}[t.loss_norm]
     assert actor.use_kl_loss == (t.kl_coef > 0) and actor.kl_loss_type == "low_var_kl"
@@ -166,20 +169,27 @@ def test_hydra_overrides_are_flat_strings() -> None:
     assert "actor_rollout_ref.actor.kl_loss_coef=0.01" in flat
     assert "actor_rollout_ref.actor.optim.betas=[0.9,0.999]" in flat
     assert "trainer.logger=['console']" in flat
+    assert "+actor_rollout_ref.rollout.engine_kwargs.vllm.tool_call_parser=hermes" in flat  # an added key
     assert set(list_presets()) >= {"local"}
 
 
 # -------------------------------------------------------------- agent loop
-def test_output_fields_merge_calls_and_mark_dropped_rollouts() -> None:
+def test_output_list_keeps_every_segment_and_drops_what_does_not_train() -> None:
     traj = build_trajectory(rollout("r", reward=1.0), [chat_call(0, [3, 4], [5, 6]), chat_call(1, [3, 4, 5, 6, 9], [7])])
-    fields = output_fields(traj, prompt_length=8, response_length=8, pad_id=0)
-    assert fields["prompt_ids"] == [3, 4] and fields["response_ids"] == [5, 6, 9, 7]
-    assert fields["response_mask"] == [1, 1, 0, 1] and fields["reward_score"] == 1.0
-    assert fields["extra_fields"]["openforge_dropped_segments"] == 0
-    split = build_trajectory(rollout("s"), [chat_call(0, [3], [5]), chat_call(1, [4, 4], [6])])
-    assert output_fields(split, prompt_length=8, response_length=8, pad_id=0)["extra_fields"]["openforge_dropped_segments"] == 1
-    dropped = output_fields(None, prompt_length=8, response_length=8, pad_id=0, status="timeout")
-    assert dropped["response_mask"] == [0] and dropped["extra_fields"]["openforge_trainable"] is False
+    outs, counts = output_list(traj, prompt_length=8, response_length=8, global_steps=4)
+    assert len(outs) == 1 and counts == {"segments": 1, "overlong_dropped": 0}
+    assert outs[0]["prompt_ids"] == [3, 4] and outs[0]["response_ids"] == [5, 6, 9, 7]
+    assert outs[0]["response_mask"] == [1, 1, 0, 1] and outs[0]["reward_score"] == 1.0
+    assert outs[0]["extra_fields"]["min_global_steps"] == outs[0]["extra_fields"]["max_global_steps"] == 4
+    # a rewritten history (OpenClaw, compaction, subagents): two segments, both trained
+    split = build_trajectory(rollout("s", reward=1.0), [chat_call(0, [3], [5]), chat_call(1, [4, 4], [6])])
+    outs, counts = output_list(split, prompt_length=8, response_length=8, global_steps=4)
+    assert [o["prompt_ids"] for o in outs] == [[3], [4, 4]] and [o["response_ids"] for o in outs] == [[5], [6]]
+    assert all(o["reward_score"] == 1.0 for o in outs) and counts["segments"] == 2
+    # overlong segments are dropped and counted, never truncated; dropped rollouts give no output
+    outs, counts = output_list(split, prompt_length=1, response_length=8)
+    assert [o["prompt_ids"] for o in outs] == [[3]] and counts["overlong_dropped"] == 1
+    assert output_list(None, prompt_length=8, response_length=8) == ([], {"segments": 0, "overlong_dropped": 0})
 
 
 def test_agent_loop_runs_a_rollout_through_the_rollout_function(tmp_path: Path) -> None:
@@ -201,12 +211,16 @@ def test_agent_loop_runs_a_rollout_through_the_rollout_function(tmp_path: Path) 
         trainer_config=DictConfigWrap(cfg), server_manager=None, tokenizer=tiny_tokenizer(), processor=None,
         dataset_cls=None, data_config=DictConfigWrap(cfg.data), rollout_fn=rollout_fn, name="openforge",
     )
-    out = asyncio.run(loop.run({"temperature": 1.0}, raw_prompt=[{"role": "user", "content": "hello"}], extra_info={"task_id": "t1"}, uid="u1"))
+    outs = asyncio.run(loop.run({"temperature": 1.0}, raw_prompt=[{"role": "user", "content": "hello"}],
+                                extra_info={"task_id": "t1"}, uid="u1", global_steps=3))
     assert seen[0].task_id == "t1" and seen[0].group_id == "u1" and seen[0].sampling_params == {"temperature": 1.0}
+    assert seen[0].global_steps == 3
+    out = outs[0]
+    assert len(outs) == 1 and out.extra_fields["min_global_steps"] == 3
     assert out.response_mask == [1, 1, 0, 1] and out.reward_score == 1.0 and out.response_logprobs == [-0.5, -0.5, 0.0, -0.5]
     assert out.as_dict()["rm_scores"].tolist() == [0.0, 0.0, 0.0, 1.0]
     failed = asyncio.run(loop.run({}, raw_prompt=[], extra_info={"task_id": "t1", "fail": True}, uid="u1"))
-    assert failed.response_mask == [0] and failed.extra_fields["openforge_status"] == "timeout"
+    assert failed == []  # a timeout: no output, veRL leaves the session out of the group
     path = write_agent_loop_config(tmp_path / "loops.yaml", rollout_fn="pkg.mod:fn")
     loaded = OmegaConf.load(path)
     assert loaded[0].name == "openforge" and loaded[0]._target_ == "training.trainers.verl.agent_loop.OpenForgeAgentLoop"
@@ -229,10 +243,17 @@ def test_make_rollout_fn_runs_a_spec_and_fetches_its_calls() -> None:
     async def fetch_calls(rollout_id):  # noqa: ANN001, ANN202
         return [chat_call(0, [1], [2])]
 
-    fn = make_rollout_fn(run_one, fetch_calls, task_dir=lambda t: f"/tasks/{t}", harness="react", timeout_sec=60)
+    preset = load_preset("local", {"harness_options.max_steps": 3, "rollout.max_total_tokens": 500})
+    from training.workflows.common import harness_options
+
+    fn = make_rollout_fn(run_one, fetch_calls, task_dir=lambda t: f"/tasks/{t}", harness="react", timeout_sec=60,
+                         harness_options=harness_options(preset), cpus=2.0, memory_mb=2048)
     got = asyncio.run(fn(RolloutRequest(task_id="t1", group_id="u1", messages=[], sampling_params={"temperature": 0.7})))
     assert specs[0].task_dir == "/tasks/t1" and specs[0].group_id == "u1" and specs[0].timeout_sec == 60
-    assert specs[0].harness_options == {"sampling_params": {"temperature": 0.7}}
+    # the preset's harness options (and generation budget) are kept; veRL's sampling overrides temperature
+    assert specs[0].harness_options == {**harness_options(preset), "temperature": 0.7}
+    assert specs[0].harness_options["max_steps"] == 3 and specs[0].harness_options["max_total_tokens"] == 500
+    assert (specs[0].cpus, specs[0].memory_mb) == (2.0, 2048)
     assert got.result.reward == 1.0 and len(got.calls) == 1
     slow = asyncio.run(fn(RolloutRequest(task_id="slow", group_id="u1", messages=[], sampling_params={})))
     assert slow.calls == []  # a dropped rollout's calls are not fetched

@@ -2,16 +2,18 @@
 
 veRL calls :meth:`OpenForgeAgentLoop.run` once per (task, sample) of a training step. The
 loop builds a :class:`~.outputs.RolloutRequest` (task id from the dataset row's
-``extra_info.task_id``, the group's ``uid``, sampling params) and awaits the *rollout
-function* — OpenForge's scheduler, which starts the harness in a sandbox against the proxy
-and returns a :class:`~.outputs.RecordedRollout` (outcome + recorded calls). The calls become
-one masked sequence with the engine's logprobs and the verifier reward.
+``extra_info.task_id``, the group's ``uid``, sampling params, ``global_steps``, the
+addresses of veRL's vLLM replicas) and awaits the *rollout function* — OpenForge's rollout
+service (:mod:`.rollout`), which starts the harness in a sandbox against the proxy (whose
+engine is veRL's replicas) and returns a :class:`~.outputs.RecordedRollout` (outcome +
+recorded calls). The calls become a *list* of outputs, one per merged segment
+(:func:`~.outputs.output_list`): every call is trained; a dropped rollout returns none.
 
 The rollout function is given as a callable or an import path ``"pkg.module:attr"``
 (``rollout_fn`` in the agent-loop YAML that :func:`write_agent_loop_config` writes, or
 ``OPENFORGE_VERL_ROLLOUT_FN``): veRL instantiates agent loops inside Ray workers, so an
-import path is what crosses the process boundary. The proxy in front of veRL's vLLM
-replicas is the rollout function's business; veRL's ``server_manager`` is not used.
+import path of a module-level function is what crosses the process boundary
+(default :data:`DEFAULT_ROLLOUT_FN`).
 """
 
 from __future__ import annotations
@@ -28,12 +30,13 @@ from typing import Any
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 
 from training.trainers.verl.config import AGENT_LOOP_NAME
-from training.trainers.verl.outputs import RecordedRollout, RolloutRequest, output_fields
+from training.trainers.verl.outputs import RecordedRollout, RolloutRequest, output_list
 from training.trajectory.build import RolloutInfo, build_trajectory
 
 log = logging.getLogger(__name__)
 
 RolloutFn = Callable[[RolloutRequest], Awaitable[RecordedRollout]]
+DEFAULT_ROLLOUT_FN = "training.trainers.verl.rollout:rollout"
 
 
 def resolve_rollout_fn(spec: str | RolloutFn | None) -> RolloutFn:
@@ -67,15 +70,21 @@ class OpenForgeAgentLoop(AgentLoopBase):
         self.prompt_length = int(self.rollout_config.prompt_length)
         self.response_length = int(self.rollout_config.response_length)
 
-    def _pad_id(self) -> int:
-        for attr in ("pad_token_id", "eos_token_id"):
-            value = getattr(self.tokenizer, attr, None)
-            if value is not None:
-                return int(value)
-        return 0
+    def _server_addresses(self) -> list[str]:
+        """OpenAI base URLs of veRL's replicas (``OPENFORGE_VERL_SERVERS``, set by the driver, else
+        whatever the server manager exposes)."""
+        env = os.environ.get("OPENFORGE_VERL_SERVERS")
+        if env:
+            return [a for a in env.split(",") if a]
+        for attr in ("server_addresses", "_server_addresses", "addresses"):
+            value = getattr(self.server_manager, attr, None)
+            if value:
+                return [a if a.startswith("http") else f"http://{a}" for a in value]
+        return []
 
-    async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
+    async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> list[AgentLoopOutput]:
         extra_info = dict(_plain(kwargs.get("extra_info")) or {})
+        steps = _plain(kwargs.get("global_steps"))
         request = RolloutRequest(
             task_id=extra_info.get("task_id") or _plain(kwargs.get("task_id")),
             group_id=_plain(kwargs.get("uid")),
@@ -84,6 +93,8 @@ class OpenForgeAgentLoop(AgentLoopBase):
             extra_info=extra_info,
             sample_index=_plain(kwargs.get("index")),
             validate=bool(kwargs.get("validate", False)),
+            global_steps=int(steps) if steps is not None else None,
+            server_addresses=self._server_addresses(),
         )
         started = time.perf_counter()
         recorded = self.rollout_fn(request)
@@ -91,14 +102,18 @@ class OpenForgeAgentLoop(AgentLoopBase):
             recorded = await recorded
         info = RolloutInfo.from_any(recorded.result)
         trajectory = build_trajectory(info, recorded.calls, gamma=self.gamma, tokenizer=self.tokenizer)
-        fields = output_fields(
-            trajectory, prompt_length=self.prompt_length, response_length=self.response_length, pad_id=self._pad_id(), status=info.status
-        )
-        fields["extra_fields"]["openforge_rollout_seconds"] = time.perf_counter() - started
-        return AgentLoopOutput(metrics=AgentLoopMetrics(generate_sequences=time.perf_counter() - started), **fields)
+        fields, counts = output_list(trajectory, prompt_length=self.prompt_length,
+                                     response_length=self.response_length, global_steps=request.global_steps)
+        seconds = time.perf_counter() - started
+        if not fields:
+            log.info("rollout of task %s: %s, no trainable output (left out of its group)", request.task_id, info.status)
+        return [AgentLoopOutput(metrics=AgentLoopMetrics(generate_sequences=seconds),
+                                **{**f, "extra_fields": {**f["extra_fields"], "openforge_rollout_seconds": seconds,
+                                                         "openforge_overlong_dropped": counts["overlong_dropped"]}})
+                for f in fields]
 
 
-def write_agent_loop_config(path: str | Path, *, rollout_fn: str, gamma: float = 1.0) -> Path:
+def write_agent_loop_config(path: str | Path, *, rollout_fn: str = DEFAULT_ROLLOUT_FN, gamma: float = 1.0) -> Path:
     """Write the YAML veRL reads from ``rollout.agent.agent_loop_config_path``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -6,6 +6,22 @@ keys (nested dict); :func:`to_hydra_overrides` flattens it to ``key=value`` stri
 generated ``ppo_trainer`` defaults in struct mode, so a key veRL does not know fails here
 rather than deep inside a Ray worker.
 
+Advantages: veRL's own ``grpo`` estimator. veRL 0.9.1's default (v1) trainer computes it on
+each session's last output and broadcasts it to the session's other outputs
+(``compute_advantage_for_multi_trajectories``), which is trajectory-level GRPO over the
+list-of-outputs the agent loop returns — what :func:`training.trajectory.grpo.assign_group_advantages`
+computes at γ = 1 (checked in tests/training/trainers/test_verl_backend.py). A custom
+estimator would see only the prompt ``uid`` there (not the session), so it could not group
+by trajectory; ``openforge_grpo`` (:mod:`.advantage`) remains for one-row-per-call batches
+(:mod:`.rows`) and is registered by the driver for runs that ask for it. γ < 1 is refused
+for veRL by the composition (veRL broadcasts one advantage to every call).
+
+Rollout replicas: veRL starts its own vLLM servers; ``engine_kwargs.vllm`` turns on auto tool
+choice with ``engine.tool_call_parser`` (hermes by default) so requests carrying ``tools``
+are accepted, and ``logprobs_mode = processed_logprobs`` makes their logprobs those of the
+sampling distribution. Keys veRL's defaults lack (the ``engine_kwargs.vllm`` entries) are
+*added* keys: :func:`to_hydra_overrides` writes them with hydra's ``+`` prefix.
+
 Mapping notes: ``train_batch_size`` is task groups per step (veRL ``data.train_batch_size``),
 ``rollout.n`` = G, the mini-batch (one optimiser update) is the whole step's groups
 (``ppo_mini_batch_size = train_batch_size``: one update per step, like the local trainer),
@@ -23,6 +39,9 @@ from openforge.presets import Preset
 
 LOSS_AGG = {"per_token": "token-mean", "per_rollout": "seq-mean-token-mean"}
 AGENT_LOOP_NAME = "openforge"
+ADV_ESTIMATOR = "grpo"
+#: Subtrees veRL's defaults declare empty: keys under them are added (hydra ``+key=value``).
+ADDED_KEY_PREFIXES = ("actor_rollout_ref.rollout.engine_kwargs.vllm.",)
 
 
 def verl_overrides(
@@ -38,7 +57,6 @@ def verl_overrides(
 ) -> dict[str, Any]:
     """veRL config values (nested) for ``preset``."""
     t, r, e = preset.train, preset.rollout, preset.engine
-    from training.trainers.verl.advantage import ESTIMATOR_NAME
 
     actor = {
         "optim": {"lr": t.lr, "weight_decay": t.weight_decay, "betas": list(t.adam_betas), "lr_warmup_steps": t.warmup_steps or -1, "clip_grad": t.max_grad_norm},
@@ -67,13 +85,15 @@ def verl_overrides(
         **({"gpu_memory_utilization": e.gpu_memory_utilization} if e.gpu_memory_utilization is not None else {}),
         "tensor_model_parallel_size": e.tensor_parallel_size,
         "calculate_log_probs": True,
+        "logprobs_mode": "processed_logprobs",
+        "engine_kwargs": {"vllm": {"enable_auto_tool_choice": True, "tool_call_parser": e.tool_call_parser or "hermes"}},
         "log_prob_micro_batch_size_per_gpu": t.micro_batch_size,
         "agent": {"default_agent_loop": AGENT_LOOP_NAME, "num_workers": max(1, min(r.concurrency, 8))},
     }
     if agent_loop_config_path:
         rollout["agent"]["agent_loop_config_path"] = agent_loop_config_path
     out: dict[str, Any] = {
-        "algorithm": {"adv_estimator": ESTIMATOR_NAME, "gamma": t.gamma, "norm_adv_by_std_in_grpo": t.norm_adv_by_std, "use_kl_in_reward": False},
+        "algorithm": {"adv_estimator": ADV_ESTIMATOR, "gamma": t.gamma, "norm_adv_by_std_in_grpo": t.norm_adv_by_std, "use_kl_in_reward": False},
         "data": {
             "train_batch_size": t.train_batch_size,
             "max_prompt_length": t.max_prompt_length,
@@ -95,6 +115,7 @@ def verl_overrides(
             "experiment_name": experiment_name or preset.name,
             "val_before_train": False,
             "logger": ["console"],
+            "use_v1": True,
         },
     }
     if t.checkpoint_dir:
@@ -113,14 +134,16 @@ def to_hydra_overrides(values: dict[str, Any], prefix: str = "") -> list[str]:
         path = f"{prefix}{key}"
         if isinstance(value, dict):
             out.extend(to_hydra_overrides(value, f"{path}."))
-        elif isinstance(value, bool):
-            out.append(f"{path}={'true' if value else 'false'}")
+            continue
+        add = "+" if path.startswith(ADDED_KEY_PREFIXES) else ""
+        if isinstance(value, bool):
+            out.append(f"{add}{path}={'true' if value else 'false'}")
         elif isinstance(value, list):
-            out.append(f"{path}=[{','.join(repr(v) if isinstance(v, str) else str(v) for v in value)}]")
+            out.append(f"{add}{path}=[{','.join(repr(v) if isinstance(v, str) else str(v) for v in value)}]")
         elif value is None:
-            out.append(f"{path}=null")
+            out.append(f"{add}{path}=null")
         else:
-            out.append(f"{path}={value}")
+            out.append(f"{add}{path}={value}")
     return out
 
 
@@ -144,6 +167,7 @@ def verl_config(preset: Preset, **kwargs: Any) -> Any:
 
     base = OmegaConf.load(verl_defaults_path())
     OmegaConf.set_struct(base, True)
+    OmegaConf.set_struct(base.actor_rollout_ref.rollout.engine_kwargs.vllm, False)  # added keys (see doc)
     values = verl_overrides(preset, **kwargs)
     try:
         return OmegaConf.merge(base, OmegaConf.create(values))

@@ -1,11 +1,20 @@
-"""A reconstructed trajectory → the fields of one veRL ``AgentLoopOutput`` (no veRL import).
+"""A reconstructed trajectory → the ``AgentLoopOutput`` fields veRL trains on (no veRL import).
 
-The trajectory's calls are prefix-merged into one sequence (see
-:mod:`training.trajectory.merge`); when they do not all extend each other the last
-segment is used and the others are counted in ``extra_fields["openforge_dropped_segments"]``.
-A rollout that does not train (infra_error / timeout, or no usable calls) becomes a
-one-token row with ``response_mask`` 0: it adds no loss, and the ``openforge_grpo``
-estimator leaves it out of its group's statistics.
+veRL 0.9.1's default (v1) trainer takes a *list* of outputs per (task, sample)
+(``AgentLoopWorkerTQ._agent_loop_postprocess``: keys ``{uid}_{session}_{i}``), so every call
+of a trajectory is trained: its calls are prefix-merged where they extend each other
+(:mod:`training.trajectory.merge`) and each merged segment becomes one output. OpenClaw /
+compaction / subagent trajectories whose history is rewritten give several segments, all
+kept. veRL computes GRPO on each session's last output and broadcasts the advantage to the
+others (``compute_advantage_for_multi_trajectories``) — trajectory-level GRPO, as ours.
+
+Each output carries ``extra_fields.min_global_steps`` / ``max_global_steps`` (the policy
+versions that generated it, from the recorded calls, else the step's ``global_steps``): the
+v1 trainer's staleness metrics read them. A segment longer than
+``prompt_length``/``response_length`` is dropped and counted
+(``openforge_overlong_dropped``), never truncated. A rollout that does not train
+(infra_error / timeout, no usable calls) returns no outputs: veRL leaves the session out
+of its group's statistics (a dropped rollout is masked, not a zero-reward sample).
 """
 
 from __future__ import annotations
@@ -34,6 +43,10 @@ class RolloutRequest:
     extra_info: dict[str, Any] = field(default_factory=dict)
     sample_index: int | None = None
     validate: bool = False
+    #: veRL's step (the weights its replicas serve); the policy version of calls that record none.
+    global_steps: int | None = None
+    #: OpenAI base URLs of veRL's vLLM replicas, where the rollout's proxy sends model calls.
+    server_addresses: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -44,53 +57,47 @@ class RecordedRollout:
     calls: list[Any]
 
 
-def output_fields(
+def output_list(
     trajectory: Trajectory | None,
     *,
     prompt_length: int,
     response_length: int,
-    pad_id: int,
-    status: str = "ok",
-) -> dict[str, Any]:
-    """Keyword arguments for ``AgentLoopOutput`` (minus ``metrics``)."""
+    global_steps: int | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """``(outputs, counts)``: keyword arguments of one ``AgentLoopOutput`` (minus ``metrics``)
+    per merged segment, and ``{"segments", "overlong_dropped"}``."""
     if trajectory is None or not trajectory.samples:
-        return {
-            "prompt_ids": [pad_id],
-            "response_ids": [pad_id],
-            "response_mask": [0],
-            "response_logprobs": [0.0],
-            "reward_score": 0.0,
-            "num_turns": 0,
-            "extra_fields": {"openforge_status": status, "openforge_trainable": False, "openforge_dropped_segments": 0},
-        }
+        return [], {"segments": 0, "overlong_dropped": 0}
     segments = merge_samples(trajectory.samples)
-    seg = segments[-1]
-    dropped = len(segments) - 1
-    if dropped:
-        log.warning(
-            "rollout %s: %d of %d call segments do not extend the last one and are not trained (veRL takes one sequence per trajectory)",
-            trajectory.rollout_id, dropped, len(segments),
-        )
-    prompt = list(seg.prompt_ids)[-prompt_length:]
-    response = list(seg.response_ids)[:response_length]
-    mask = list(seg.loss_mask or [])[:response_length]
-    logprobs = list(seg.response_logprobs)[:response_length] if seg.response_logprobs is not None else None
-    return {
-        "prompt_ids": prompt,
-        "response_ids": response,
-        "response_mask": mask,
-        "response_logprobs": logprobs,
-        "reward_score": float(trajectory.reward),
-        "num_turns": 2 * trajectory.n_calls,
-        "extra_fields": {
-            "openforge_rollout_id": trajectory.rollout_id,
-            "openforge_status": trajectory.status,
-            "openforge_trainable": True,
-            "openforge_n_calls": trajectory.n_calls,
-            "openforge_dropped_segments": dropped,
-            "openforge_retokenized": trajectory.retokenized,
-        },
-    }
+    outputs: list[dict[str, Any]] = []
+    overlong = 0
+    for seg in segments:
+        if len(seg.prompt_ids) > prompt_length or len(seg.response_ids) > response_length:
+            overlong += 1
+            continue
+        version = seg.policy_version if seg.policy_version is not None else global_steps
+        first = min((s.policy_version for s in trajectory.samples
+                     if s.call_index in seg.call_indices and s.policy_version is not None), default=version)
+        outputs.append({
+            "prompt_ids": list(seg.prompt_ids),
+            "response_ids": list(seg.response_ids),
+            "response_mask": list(seg.loss_mask or []),
+            "response_logprobs": list(seg.response_logprobs) if seg.response_logprobs is not None else None,
+            "reward_score": float(trajectory.reward),
+            "num_turns": 2 * len(seg.call_indices),
+            "extra_fields": {
+                "min_global_steps": first if first is not None else -1,
+                "max_global_steps": version if version is not None else -1,
+                "openforge_rollout_id": trajectory.rollout_id,
+                "openforge_status": trajectory.status,
+                "openforge_calls": list(seg.call_indices),
+                "openforge_retokenized": seg.retokenized,
+            },
+        })
+    if overlong:
+        log.warning("rollout %s: %d of %d segments exceed prompt %d / response %d tokens and are not trained",
+                    trajectory.rollout_id, overlong, len(segments), prompt_length, response_length)
+    return outputs, {"segments": len(segments), "overlong_dropped": overlong}
 
 
 def make_rollout_fn(
@@ -101,11 +108,17 @@ def make_rollout_fn(
     harness: str,
     timeout_sec: float = 600.0,
     run_id: str | None = None,
+    harness_options: dict[str, Any] | None = None,
+    cpus: float | None = None,
+    memory_mb: int | None = None,
 ) -> Callable[[RolloutRequest], Awaitable[RecordedRollout]]:
     """A rollout function for :class:`~.agent_loop.OpenForgeAgentLoop` from two coroutines:
     ``run_one(spec) → RolloutResult`` (the scheduler's ``Scheduler.run_one``) and
     ``fetch_calls(rollout_id) → [call, ...]`` (the proxy's ``GET /admin/rollouts/{id}/calls``
-    or the DB). ``task_dir(task_id)`` finds a task's directory."""
+    or the DB). ``task_dir(task_id)`` finds a task's directory. ``harness_options`` (the
+    preset's, :func:`training.workflows.common.harness_options`) are kept; veRL's sampling
+    parameters of the step override their temperature / top_p."""
+    base_options = dict(harness_options or {})
 
     async def rollout_fn(request: RolloutRequest) -> RecordedRollout:
         if not request.task_id:
@@ -119,10 +132,20 @@ def make_rollout_fn(
             run_id=run_id,
             role="eval" if request.validate else "train",
             timeout_sec=timeout_sec,
-            harness_options={"sampling_params": request.sampling_params},
+            harness_options=_with_sampling(base_options, request.sampling_params),
+            cpus=cpus, memory_mb=memory_mb,
         )
         result = await run_one(spec)
         calls = await fetch_calls(result.rollout_id) if result.trainable else []
         return RecordedRollout(result=result, calls=calls)
 
     return rollout_fn
+
+
+def _with_sampling(options: dict[str, Any], sampling: dict[str, Any]) -> dict[str, Any]:
+    """The preset's harness options with veRL's temperature / top_p of this step."""
+    out = dict(options)
+    for key in ("temperature", "top_p"):
+        if sampling.get(key) is not None:
+            out[key] = sampling[key]
+    return out

@@ -1,0 +1,181 @@
+"""veRL's driver on CPU, as far as it goes without GPUs.
+
+The preset's veRL command is composed by hydra from veRL's own config in struct mode and
+validated by veRL's ``validate_config``; the dataset it points at loads in veRL's
+``RLHFDataset`` with ``extra_info.task_id``; the estimator and the agent loop resolve where
+veRL resolves them (``core_algos`` registry; hydra-instantiating the agent-loop YAML as
+``AgentLoopWorker._run_agent_loop`` does), with the module-level rollout function; the agent
+loop's list of outputs goes through veRL's v1 advantage code (``compute_advantage_for_multi_trajectories``)
+and gets the advantages OpenForge's trajectory-level GRPO gives every call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("verl", reason="veRL not installed: run scripts/install-verl.sh")
+pytest.importorskip("transfer_queue", reason="TransferQueue not installed: run scripts/install-verl.sh")
+
+from openforge.presets import load_preset  # noqa: E402
+from tests.training.trajectory.tiny import chat_call, rollout, tiny_tokenizer  # noqa: E402
+from training.trainers.verl.outputs import RecordedRollout  # noqa: E402
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "environments" / "claw" / "examples"
+
+
+def _tasks(tmp_path: Path, n: int = 2):  # noqa: ANN202
+    from environments.taskdir import load_task, write_task
+    from synthesis.procedural import generate
+    from synthesis.procedural.render import task_config, task_files
+
+    out = []
+    for seed in range(n):
+        spec = generate("contact-lookup", seed)
+        write_task(tmp_path / "tasks" / spec.name, task_config(spec), spec.instruction, task_files(spec))
+        out.append(load_task(tmp_path / "tasks" / spec.name))
+    return out
+
+
+@pytest.fixture
+def driver_inputs(tmp_path: Path, tiny_model_dir: Path):  # noqa: ANN201
+    from training.trainers.verl.run import prepare_run
+
+    preset = load_preset("claw", {"train.train_batch_size": 2, "train.group_size": 2, "train.micro_batch_size": 1})
+    tasks = _tasks(tmp_path)
+    argv, env = prepare_run(preset, tasks, tmp_path / "run", model=str(tiny_model_dir), run_id="r1", n_gpus_per_node=2)
+    return preset, tasks, argv, env, tmp_path / "run" / "verl"
+
+
+@pytest.fixture
+def tiny_model_dir(tmp_path: Path) -> Path:
+    from tests.training.engines.conftest import build_tiny_model, build_tiny_tokenizer
+
+    folder = tmp_path / "tiny-policy"
+    tokenizer = build_tiny_tokenizer()
+    build_tiny_model(len(tokenizer), max_len=4096).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def test_driver_config_resolves_in_verl_strict_mode_and_prepares_the_workers(driver_inputs, monkeypatch) -> None:
+
+    from training.trainers.verl.main import REPO_ROOT, compose_config, prepare
+
+    preset, _, argv, env, verl_dir = driver_inputs
+    assert argv[1:3] == ["-m", "training.trainers.verl.main"]
+    for key in ("OPENFORGE_VERL_PRESET", "OPENFORGE_VERL_TASKS", "OPENFORGE_VERL_RUN_ID"):
+        monkeypatch.setenv(key, env[key])
+    config = prepare(compose_config(argv[3:]))
+    assert config.algorithm.adv_estimator == "grpo" and config.trainer.use_v1 is True
+    assert config.actor_rollout_ref.rollout.n == 2 and config.trainer.n_gpus_per_node == 2
+    assert config.actor_rollout_ref.rollout.engine_kwargs.vllm.tool_call_parser == "hermes"
+    assert config.data.train_files == str(verl_dir / "train.parquet")
+    runtime_env = config.ray_kwargs.ray_init.runtime_env
+    assert runtime_env.worker_process_setup_hook == "training.trainers.verl.main.worker_setup"
+    assert runtime_env.env_vars.OPENFORGE_VERL_TASKS == str(verl_dir / "tasks.json")
+    assert runtime_env.env_vars.PYTHONPATH.split(":")[0] == str(REPO_ROOT)
+    # struct mode: a key veRL does not know fails on the driver, naming it
+    with pytest.raises(Exception, match="actor_rollout_ref.rollout.not_a_key"):
+        compose_config([*argv[3:], "actor_rollout_ref.rollout.not_a_key=1"])
+    # the preset the workers load is the run's, overrides applied
+    from openforge.presets import Preset
+
+    assert Preset.model_validate_json(Path(env["OPENFORGE_VERL_PRESET"]).read_text()) == preset
+
+
+def test_dataset_loads_in_verl_with_the_task_id(driver_inputs, tiny_model_dir: Path) -> None:
+    from transformers import AutoTokenizer
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+
+    from training.trainers.verl.main import compose_config
+
+    _, tasks, argv, _, verl_dir = driver_inputs
+    config = compose_config(argv[3:])
+    dataset = RLHFDataset(data_files=[str(verl_dir / "train.parquet")], tokenizer=AutoTokenizer.from_pretrained(tiny_model_dir),
+                          config=config.data)
+    assert len(dataset) == len(tasks)
+    rows = [dataset[i] for i in range(len(dataset))]
+    assert [r["extra_info"]["task_id"] for r in rows] == [t.id for t in tasks]
+    assert rows[0]["raw_prompt"][0]["role"] == "user" and rows[0]["raw_prompt"][0]["content"] == tasks[0].instruction
+    assert rows[0]["agent_name"] == "openforge"
+
+
+def test_estimator_and_agent_loop_resolve_where_verl_resolves_them(driver_inputs, monkeypatch) -> None:
+    import hydra
+    from omegaconf import OmegaConf
+    from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap, _agent_loop_registry
+    from verl.trainer.ppo import core_algos
+
+    from training.trainers.verl import rollout as rollout_module
+    from training.trainers.verl.agent_loop import OpenForgeAgentLoop
+    from training.trainers.verl.main import compose_config, worker_setup
+
+    _, _, argv, _, verl_dir = driver_inputs
+    worker_setup()  # what the Ray worker_process_setup_hook runs
+    assert core_algos.get_adv_estimator_fn("openforge_grpo") is not None
+    config = compose_config(argv[3:])
+    for entry in OmegaConf.load(config.actor_rollout_ref.rollout.agent.agent_loop_config_path):  # AgentLoopWorker.__init__
+        _agent_loop_registry[entry.name] = entry
+    loop = hydra.utils.instantiate(  # AgentLoopWorker._run_agent_loop
+        config=_agent_loop_registry[config.actor_rollout_ref.rollout.agent.default_agent_loop],
+        trainer_config=DictConfigWrap(config=config), server_manager=None, tokenizer=tiny_tokenizer(), processor=None,
+        hf_model_type=None, dataset_cls=None, data_config=DictConfigWrap(config.data), tools=ToolListWrap([]),
+    )
+    assert isinstance(loop, OpenForgeAgentLoop) and loop.rollout_fn is rollout_module.rollout
+    assert (verl_dir / "agent_loop.yaml").is_file()
+
+
+def test_every_call_is_trained_with_trajectory_grpo_through_verl_v1_advantages() -> None:
+    """Group of 3: a two-segment trajectory (rewritten history) rewarded 1, a one-segment one
+    rewarded 0, and a timeout (no outputs). veRL's v1 code gives each output the advantage
+    OpenForge's trajectory GRPO gives each of its calls; the timeout is not in the group."""
+    from verl import DataProto
+    from verl.trainer.ppo.v1.utils import compute_advantage_for_multi_trajectories
+
+    from training.trainers.verl.agent_loop import OpenForgeAgentLoop
+    from training.trajectory import assign_group_advantages, build_trajectory
+
+    recorded = {
+        0: (rollout("a", reward=1.0, group_id="u"), [chat_call(0, [3], [5, 6]), chat_call(1, [4, 4], [7])]),
+        1: (rollout("b", reward=0.0, group_id="u"), [chat_call(0, [3], [8])]),
+        2: (rollout("c", status="timeout", group_id="u"), [chat_call(0, [3], [9])]),
+    }
+
+    async def rollout_fn(request):  # noqa: ANN001, ANN202
+        result, calls = recorded[request.sample_index]
+        return RecordedRollout(result=result, calls=calls)
+
+    from omegaconf import OmegaConf
+    from verl.experimental.agent_loop.agent_loop import DictConfigWrap
+
+    cfg = OmegaConf.create({"actor_rollout_ref": {"rollout": {"prompt_length": 16, "response_length": 16}}, "data": {}})
+    loop = OpenForgeAgentLoop(trainer_config=DictConfigWrap(cfg), server_manager=None, tokenizer=tiny_tokenizer(),
+                              processor=None, dataset_cls=None, data_config=DictConfigWrap(cfg.data), rollout_fn=rollout_fn)
+    keys, rows = [], []
+    for session in recorded:
+        outs = asyncio.run(loop.run({}, raw_prompt=[], extra_info={"task_id": "t"}, uid="u", index=session, global_steps=1))
+        for i, out in enumerate(outs):  # AgentLoopWorkerTQ: key {uid}_{session_id}_{index}
+            keys.append(f"u_{session}_{i}")
+            rows.append(out)
+    assert keys == ["u_0_0", "u_0_1", "u_1_0"]  # both segments of "a"; nothing of the timeout
+    width = max(len(r.response_ids) for r in rows)
+    mask = torch.zeros(len(rows), width, dtype=torch.long)
+    rewards = torch.zeros(len(rows), width)
+    for i, r in enumerate(rows):
+        d = r.as_dict()
+        mask[i, : len(r.response_ids)] = d["response_mask"]
+        rewards[i, : len(r.response_ids)] = d["rm_scores"]
+    data = DataProto.from_dict(tensors={"response_mask": mask, "token_level_rewards": rewards},
+                               non_tensors={"uid": np.array(["u"] * len(rows), dtype=object)})
+    verl_adv = compute_advantage_for_multi_trajectories(data, batch_keys=keys, adv_estimator="grpo").batch["advantages"]
+    trajectories = [build_trajectory(r, c) for r, c in recorded.values()]
+    samples, _ = assign_group_advantages([t for t in trajectories if t is not None], drop_zero_variance=False)
+    ours = {(s.rollout_id, s.call_index): s.advantage for s in samples}
+    expected = [ours[("a", 0)], ours[("a", 1)], ours[("b", 0)]]
+    got = [float(verl_adv[i][mask[i].bool()][0]) for i in range(len(rows))]
+    assert got == pytest.approx(expected, abs=1e-5) and expected[0] > 0 > expected[2]

@@ -1,0 +1,134 @@
+"""The module-level rollout function veRL's agent loop imports in every Ray worker.
+
+``rollout(request)`` (import path :data:`~.agent_loop.DEFAULT_ROLLOUT_FN`) runs one OpenForge
+rollout for veRL: on first use in a worker process it assembles the rollout service of the
+run's preset (:func:`training.workflows.common.rollout_service`: the recording proxy, the
+sandbox backend, the harness and *its preset options*, the generation budget, the sandbox
+size), with veRL's own vLLM replicas as the proxy's engine (:class:`ReplicaEngine`).
+
+What the driver hands the workers (environment, set by :mod:`.main` through Ray's
+``runtime_env``):
+
+- ``OPENFORGE_VERL_PRESET``: the run's ``preset.json`` (a whole preset, overrides applied), or
+  a preset name / TOML path with ``OPENFORGE_VERL_OVERRIDES`` (JSON dotted overrides);
+- ``OPENFORGE_VERL_TASKS``: JSON file ``{task_id: task_dir}`` (written with the dataset);
+- ``OPENFORGE_VERL_RUN_ID``: the run's id (rollout rows and proxy records);
+- ``OPENFORGE_VERL_SERVERS`` (optional): comma-separated OpenAI base URLs of the replicas,
+  else the addresses the agent loop read from veRL's server manager.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from training.trainers.verl.outputs import RecordedRollout, RolloutRequest, make_rollout_fn
+
+log = logging.getLogger(__name__)
+
+
+class ReplicaEngine:
+    """:class:`~training.engines.base.ChatEngine` over veRL's vLLM replicas (round-robin per call).
+
+    The policy version is not known here (veRL syncs the replicas itself); the agent loop
+    takes it from the step's ``global_steps``."""
+
+    def __init__(self, base_urls: list[str], *, model: str | None = None) -> None:
+        from training.engines.openai_compat import OpenAICompatEngine  # noqa: PLC0415
+
+        if not base_urls:
+            raise ValueError("ReplicaEngine: no vLLM replica address (OPENFORGE_VERL_SERVERS or veRL's server manager)")
+        self.base_urls = list(base_urls)
+        self._engines = [OpenAICompatEngine(u, model=model) for u in self.base_urls]
+        self._next = itertools.cycle(range(len(self._engines)))
+
+    @property
+    def policy_version(self) -> int | None:
+        return None
+
+    async def chat_completions(self, body: dict[str, Any]) -> dict[str, Any]:
+        return await self._engines[next(self._next)].chat_completions(body)
+
+    async def list_models(self) -> list[str]:
+        return await self._engines[0].list_models()
+
+    async def aclose(self) -> None:
+        for engine in self._engines:
+            await engine.aclose()
+
+
+class WorkerRollouts:
+    """One worker process's rollout service (started on first use, kept for the run)."""
+
+    def __init__(self, preset: Any, tasks: dict[str, str], run_id: str, servers: list[str]) -> None:
+        self.preset, self.tasks, self.run_id, self.servers = preset, tasks, run_id, servers
+        self.service: Any = None
+        self.fn: Any = None
+
+    @classmethod
+    def from_env(cls, servers: list[str]) -> WorkerRollouts:
+        from openforge.presets import Preset, load_preset  # noqa: PLC0415
+
+        preset_name = os.environ.get("OPENFORGE_VERL_PRESET")
+        tasks_file = os.environ.get("OPENFORGE_VERL_TASKS")
+        if not preset_name or not tasks_file:
+            raise RuntimeError("OPENFORGE_VERL_PRESET / OPENFORGE_VERL_TASKS unset: the veRL driver "
+                               "(python -m training.trainers.verl.main) sets them for its Ray workers")
+        if preset_name.endswith(".json"):
+            preset = Preset.model_validate_json(Path(preset_name).read_text())
+        else:
+            preset = load_preset(preset_name, json.loads(os.environ.get("OPENFORGE_VERL_OVERRIDES") or "{}"))
+        env_servers = [a for a in os.environ.get("OPENFORGE_VERL_SERVERS", "").split(",") if a]
+        return cls(preset, json.loads(Path(tasks_file).read_text()),
+                   os.environ.get("OPENFORGE_VERL_RUN_ID") or "verl", env_servers or servers)
+
+    async def start(self) -> WorkerRollouts:
+        from training.trajectory.source import load_rollouts_with_calls  # noqa: PLC0415
+        from training.workflows.common import harness_options, rollout_service  # noqa: PLC0415
+
+        engine = ReplicaEngine(self.servers)
+        self.service = await rollout_service(self.preset, engine, run_id=self.run_id, refill=False).__aenter__()
+        assert self.service.scheduler is not None
+        db = self.service.db
+
+        async def fetch_calls(rollout_id: str) -> list[Any]:
+            rows = await asyncio.to_thread(load_rollouts_with_calls, db, rollout_ids=[rollout_id])
+            return rows[0][1] if rows else []
+
+        def task_dir(task_id: str) -> str:
+            if task_id not in self.tasks:
+                raise KeyError(f"task {task_id!r} is not in this run's dataset ({len(self.tasks)} tasks)")
+            return self.tasks[task_id]
+
+        r = self.preset.rollout
+        self.fn = make_rollout_fn(self.service.scheduler.run_one, fetch_calls, task_dir=task_dir, harness=r.harness,
+                                  timeout_sec=r.timeout_sec, run_id=self.run_id, harness_options=harness_options(self.preset),
+                                  cpus=r.cpus, memory_mb=r.memory_mb)
+        return self
+
+    async def aclose(self) -> None:
+        if self.service is not None:
+            await self.service.__aexit__(None, None, None)
+            await self.service.engine.aclose()
+
+
+_workers: dict[asyncio.AbstractEventLoop, WorkerRollouts] = {}
+_lock = asyncio.Lock()
+
+
+async def rollout(request: RolloutRequest) -> RecordedRollout:
+    """One OpenForge rollout of ``request.task_id`` (see the module doc)."""
+    loop = asyncio.get_running_loop()
+    worker = _workers.get(loop)
+    if worker is None:
+        async with _lock:
+            worker = _workers.get(loop)
+            if worker is None:
+                worker = await WorkerRollouts.from_env(list(request.server_addresses)).start()
+                _workers[loop] = worker
+    return await worker.fn(request)
