@@ -51,6 +51,19 @@ _REPORTABLE = {s.value for s in (RolloutStatus.ok, RolloutStatus.policy_error, R
 RECENT_BASES = 2
 
 
+def _push_base(bases: deque[CallBase], base: CallBase, stored: dict[str, Any]) -> None:
+    """Make ``base`` the newest; the base it wholly extends goes (the thread moved on: a later
+    call shares at least as much with ``base``), so one thread holds one base in memory and
+    a second thread (a side call, a branch) keeps its own."""
+    shared = (stored.get("delta") or {}).get("prompt")
+    if stored.get("base_index") is not None and shared is not None:
+        for parent in bases:
+            if parent.index == stored["base_index"] and shared >= len(parent.prompt_token_ids or ()):
+                bases.remove(parent)
+                break
+    bases.appendleft(base)
+
+
 def token_sha256(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
@@ -386,7 +399,7 @@ class Recorder:
         await self._submit("insert_call", {"row": stored, "n_calls": state.next_index, "engine_error": call.engine_error})
         # Only an acknowledged (committed) call becomes a base: no row ever refers to a lost one.
         if self.linear and (base := base_of(row)) is not None and not state.finished and not state.agent_done:
-            state.bases.appendleft(base)
+            _push_base(state.bases, base, stored)
         return index
 
     async def finish(self, state: RolloutState, *, status: str, reward: float | None = None,

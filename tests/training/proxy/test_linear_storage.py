@@ -252,3 +252,28 @@ def test_rows_from_before_the_migration_read_unchanged(tmp_path: Path) -> None:
     assert [c.prompt_token_ids for c in calls] == [list(range(10)), list(range(11))]
     assert [len(c.request["messages"]) for c in calls] == [1, 2]
     db.dispose()
+
+
+async def test_the_recorder_keeps_one_base_per_thread(sqlite_url: str) -> None:
+    from training.proxy.recorder import CallRecord, Recorder
+
+    rec = Recorder(sqlite_url)
+    await rec.start()
+    try:
+        state, _ = await rec.register(task_id="t")
+        prompt: list[int] = list(range(100))
+        for i in range(4):  # one thread: each call extends the last
+            await rec.record(state, CallRecord(api="chat", model="m", request={"messages": [i]}, response={},
+                                               prompt_token_ids=prompt, response_token_ids=[7, 8]))
+            assert len(state.bases) == 1
+            prompt = prompt + [7, 8, 1000 + i]
+        await rec.record(state, CallRecord(api="chat", model="m", request={"messages": ["side"]}, response={},
+                                           prompt_token_ids=[5] * 30, response_token_ids=[9]))
+        assert [b.index for b in state.bases] == [4, 3]  # the side thread and the main one
+        await rec.record(state, CallRecord(api="chat", model="m", request={"messages": [9]}, response={},
+                                           prompt_token_ids=prompt, response_token_ids=[1]))
+        assert [b.index for b in state.bases] == [5, 4]
+        calls = await rec.calls(state.rollout_id)
+        assert calls[5]["prompt_token_ids"] == prompt and calls[4]["prompt_token_ids"] == [5] * 30
+    finally:
+        await rec.stop()
