@@ -57,6 +57,8 @@ class RunnerReport(BaseModel):
     logs: str | None = None
     #: Where the harness ran (environments/runner/jail.py): userns | uid | none.
     agent_jail: str | None = None
+    #: Every numeric key of the verifier's reward.json (Harbor's rewards dict).
+    metrics: dict[str, float] = Field(default_factory=dict)
 
 
 class RolloutSpec(BaseModel):
@@ -100,6 +102,8 @@ class RolloutResult(BaseModel):
     isolation: str | None = None  # e.g. "bubblewrap", "process", "docker", "pod"
     logs_dir: str | None = None
     checks: dict[str, Any] = Field(default_factory=dict)
+    #: The verifier's metrics (every numeric key of reward.json), kept per rollout.
+    metrics: dict[str, float] = Field(default_factory=dict)
 
     @property
     def trainable(self) -> bool:

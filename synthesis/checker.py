@@ -126,7 +126,7 @@ class LocalChecker:
         if seed.is_dir():
             await asyncio.to_thread(shutil.copytree, seed, workspace, dirs_exist_ok=True)
         outcome = CheckOutcome(harness=harness, log_path=str(logs))
-        server = ClawServer.for_task(task_dir) if task.config.metadata.services else None
+        server = ClawServer.for_task(task_dir) if task.config.openforge.services else None
         try:
             env = {k: v for k, v in os.environ.items() if not k.startswith("CLAW_")}
             if server is not None:

@@ -30,16 +30,18 @@ class ClawStartError(RuntimeError):
 
 
 def task_services(task_dir: str | Path) -> list[str]:
-    """``[metadata] services`` of a task dir's task.toml (no full validation: the sandbox
-    copy of a task has no tests/)."""
+    """Our ``services`` of a task dir's task.toml (``[metadata.openforge]``, or ``[metadata]``
+    in tasks we wrote before; no full validation: the sandbox copy of a task has no tests/)."""
     path = Path(task_dir) / "task.toml"
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ClawStartError(f"{path}: cannot read services: {exc}") from None
-    services = raw.get("metadata", {}).get("services", [])
+    from environments.taskdir.model import openforge_keys  # noqa: PLC0415 - sibling room
+
+    services = openforge_keys(raw).get("services", [])
     if not isinstance(services, list) or not all(isinstance(s, str) for s in services):
-        raise ClawStartError(f"{path}: metadata.services: expected a list of service names")
+        raise ClawStartError(f"{path}: metadata.openforge.services: expected a list of service names")
     return services
 
 

@@ -70,8 +70,8 @@ async def spawn(argv: list[str], *, env: dict[str, str], cwd: Path, log_path: Pa
 
 
 async def run_process(argv: list[str], *, env: dict[str, str], cwd: Path, log_path: Path,
-                      timeout: float, user: int | None = None) -> ProcResult:
-    """Run to completion or ``timeout``; the process group is always killed afterwards."""
+                      timeout: float | None, user: int | None = None) -> ProcResult:
+    """Run to completion or ``timeout`` (None: no limit); the process group is always killed afterwards."""
     start = time.monotonic()
     proc = await spawn(argv, env=env, cwd=cwd, log_path=log_path, user=user)
     timed_out = False

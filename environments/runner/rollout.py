@@ -144,7 +144,7 @@ async def run_rollout(opts: RunnerOptions, emit: Callable[[str], None] = _print_
             raise _Stop(Outcome.infra_error, ErrorKind.start_failed, str(exc)) from None
         report.agent_jail = jail.kind
         env = sandbox_env(opts)
-        services = list(cfg.metadata.services)
+        services = list(cfg.openforge.services)
         services_url: str | None = None
 
         if services:
@@ -208,7 +208,7 @@ async def run_rollout(opts: RunnerOptions, emit: Callable[[str], None] = _print_
             report.error = f"agent timed out after {agent_timeout:g}s; workspace verified as left"
 
         # -- verifier ------------------------------------------------------------------
-        if cfg.verifier.environment_mode == "separate":
+        if cfg.verifier.mode == "separate":
             # A fresh verifier sandbox gets the artifacts; no tests come into this one.
             copied = await asyncio.to_thread(hand_over_artifacts, opts.workspace, opts.logs_dir,
                                              list(cfg.verifier.artifacts))
@@ -230,6 +230,7 @@ async def run_rollout(opts: RunnerOptions, emit: Callable[[str], None] = _print_
             raise _Stop(Outcome.infra_error, ErrorKind.verifier_error, str(exc)) from None
         report.reward = v.reward
         report.checks = v.checks
+        report.metrics = v.metrics
     except _Stop as stop:
         report.status, report.error_kind, report.error = stop.status, stop.kind, stop.error
         report.reward = 0.0 if stop.status == Outcome.policy_error else None

@@ -1,8 +1,9 @@
 """The verifier phase: wait for ``tests/test.sh`` (copied in by the backend after
 ``OPENFORGE_PHASE agent_done``), run it with a timeout, read the reward.
 
-``<logs>/verifier/reward.json`` (``{"reward", "checks"}``) wins over ``reward.txt`` (one
-float). A crash, a timeout, or no readable finite reward is a :class:`VerifierError`; a
+``<logs>/verifier/reward.json`` wins over ``reward.txt`` (one float), as in Harbor: every
+numeric key of reward.json is a metric (kept per rollout), the reward is its ``reward`` key,
+else reward.txt, else its only metric. A crash, a timeout, or no readable finite reward is a :class:`VerifierError`; a
 nonzero exit that still wrote a reward is fine (many Harbor verifiers exit 1 on failure).
 """
 
@@ -28,6 +29,8 @@ class Verdict:
     reward: float
     checks: dict[str, Any] = field(default_factory=dict)
     returncode: int | None = None
+    #: Every numeric key of reward.json (Harbor's rewards dict), ``reward`` included.
+    metrics: dict[str, float] = field(default_factory=dict)
 
 
 async def wait_for_tests(tests_dir: Path, timeout: float, poll: float = 0.05) -> float:
@@ -42,6 +45,8 @@ async def wait_for_tests(tests_dir: Path, timeout: float, poll: float = 0.05) ->
 
 
 def _parse_reward(value: Any, where: Path) -> float:
+    if isinstance(value, bool):
+        raise VerifierError(f"{where}: reward {value!r} is not a number")
     try:
         reward = float(value)
     except (TypeError, ValueError):
@@ -51,8 +56,28 @@ def _parse_reward(value: Any, where: Path) -> float:
     return reward
 
 
+def _metrics(doc: dict[str, Any], where: Path) -> dict[str, float]:
+    """Every numeric top-level key of reward.json (Harbor's rewards dict); a non-finite one
+    is an error. Non-numeric keys (our older ``checks`` / ``error``) are not metrics."""
+    out: dict[str, float] = {}
+    for key, value in doc.items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if not math.isfinite(float(value)):
+                raise VerifierError(f"{where}: {key} = {value!r} is not finite")
+            out[str(key)] = float(value)
+    return out
+
+
+def _read_text_reward(as_text: Path) -> float:
+    text = as_text.read_text(encoding="utf-8", errors="replace").strip()
+    first = text.split()[0] if text else ""
+    return _parse_reward(first, as_text)
+
+
 def read_reward(verifier_logs: Path) -> Verdict:
-    """The reward the verifier wrote (reward.json first, then reward.txt)."""
+    """The reward the verifier wrote, as Harbor reads it: ``reward.json`` (every numeric key
+    a metric; the reward is its ``reward`` key, else ``reward.txt``, else its only metric),
+    otherwise ``reward.txt`` (one float)."""
     as_json = verifier_logs / "reward.json"
     as_text = verifier_logs / "reward.txt"
     if as_json.is_file():
@@ -60,15 +85,22 @@ def read_reward(verifier_logs: Path) -> Verdict:
             doc = json.loads(as_json.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise VerifierError(f"{as_json}: invalid JSON ({exc})") from None
-        if isinstance(doc, dict) and "reward" in doc:
-            checks = doc.get("checks") if isinstance(doc.get("checks"), dict) else {}
-            return Verdict(reward=_parse_reward(doc["reward"], as_json), checks=checks)
-        if not as_text.is_file():
-            raise VerifierError(f"{as_json}: no 'reward' field")
+        if isinstance(doc, (int, float)) and not isinstance(doc, bool):
+            reward = _parse_reward(doc, as_json)
+            return Verdict(reward=reward, metrics={"reward": reward})
+        if not isinstance(doc, dict):
+            raise VerifierError(f"{as_json}: expected an object of numeric metrics")
+        metrics = _metrics(doc, as_json)
+        checks = doc.get("checks") if isinstance(doc.get("checks"), dict) else {}
+        if "reward" in doc:
+            return Verdict(reward=_parse_reward(doc["reward"], as_json), checks=checks, metrics=metrics)
+        if as_text.is_file():
+            return Verdict(reward=_read_text_reward(as_text), checks=checks, metrics=metrics)
+        if len(metrics) == 1:
+            return Verdict(reward=next(iter(metrics.values())), checks=checks, metrics=metrics)
+        raise VerifierError(f"{as_json}: no 'reward' key among metrics {sorted(metrics)} and no reward.txt")
     if as_text.is_file():
-        text = as_text.read_text(encoding="utf-8", errors="replace").strip()
-        first = text.split()[0] if text else ""
-        return Verdict(reward=_parse_reward(first, as_text))
+        return Verdict(reward=_read_text_reward(as_text))
     raise VerifierError(f"verifier wrote no reward ({as_text} missing)")
 
 

@@ -13,10 +13,17 @@ from pathlib import Path
 
 import tomli_w
 
-from environments.taskdir.model import TaskConfig, normalize_raw
+from environments.taskdir.model import (
+    OPENFORGE_TABLE,
+    TaskConfig,
+    harbor_name,
+    is_legacy_openforge,
+    normalize_raw,
+)
 from environments.taskdir.validate import Problem, validate_task
 
-#: Files whose executable bit matters.
+#: Scripts made executable when we write or import a task (Harbor runs them with bash and
+#: chmods them itself; other tools may exec them).
 EXECUTABLE_FILES = ("tests/test.sh", "solution/solve.sh")
 _ID_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -49,6 +56,20 @@ class TaskDir:
         return self.path / "environment" / "Dockerfile"
 
     @property
+    def compose_file(self) -> Path | None:
+        """``environment/docker-compose.yaml`` when the task is a compose task."""
+        path = self.path / "environment" / "docker-compose.yaml"
+        return path if path.is_file() else None
+
+    @property
+    def docker_image(self) -> str | None:
+        """``[environment] docker_image``: the prebuilt image, used as the task image when
+        there is no Dockerfile (Harbor's meaning)."""
+        if self.dockerfile.is_file():
+            return None
+        return self.config.environment.docker_image
+
+    @property
     def tools_file(self) -> Path:
         return self.path / "environment" / "tools.json"
 
@@ -76,7 +97,8 @@ def _iter_files(root: Path):  # noqa: ANN202
 
 def content_sha(path: str | Path) -> str:
     """sha256 over every file's relative path, mode bit and bytes (task.toml without its
-    own ``metadata.content_sha``), so equal task dirs hash equal wherever they live."""
+    own ``metadata.openforge.content_sha``, or ``metadata.content_sha`` in tasks we wrote
+    before), so equal task dirs hash equal wherever they live."""
     root = Path(path)
     digest = hashlib.sha256()
     for file in _iter_files(root):
@@ -85,7 +107,15 @@ def content_sha(path: str | Path) -> str:
         if rel == "task.toml":
             try:
                 raw = tomllib.loads(data.decode("utf-8"))
-                raw.get("metadata", {}).pop("content_sha", None)
+                meta = raw.get("metadata")
+                if isinstance(meta, dict) and isinstance(meta.get(OPENFORGE_TABLE), dict):
+                    meta[OPENFORGE_TABLE].pop("content_sha", None)
+                    if not meta[OPENFORGE_TABLE]:  # as written before the sha was stamped
+                        meta.pop(OPENFORGE_TABLE)
+                    if not meta:
+                        raw.pop("metadata")
+                elif isinstance(meta, dict) and is_legacy_openforge(raw):
+                    meta.pop("content_sha", None)
                 data = tomli_w.dumps(raw).encode()
             except (tomllib.TOMLDecodeError, UnicodeDecodeError):
                 pass
@@ -107,6 +137,7 @@ def write_task(
 
     ``files`` maps relative paths (``environment/Dockerfile``, ``tests/test.sh`` ...) to
     contents; ``tests/test.sh`` and ``solution/solve.sh`` are always made executable.
+    ``[task].name`` is written as Harbor's ``org/name`` (``openforge/<name>`` unless it has an org).
     """
     dest = Path(dest)
     tmp = dest.with_name(f".{dest.name}.tmp-{os.getpid()}")
@@ -125,9 +156,10 @@ def write_task(
             if rel in EXECUTABLE_FILES or rel in executable:
                 target.chmod(0o755)
         cfg = config.model_copy(deep=True)
-        cfg.metadata.content_sha = None
+        cfg.task.name = harbor_name(cfg.task.name)
+        cfg.openforge.content_sha = None
         (tmp / "task.toml").write_text(tomli_w.dumps(cfg.to_toml_dict()), encoding="utf-8")
-        cfg.metadata.content_sha = content_sha(tmp)
+        cfg.openforge.content_sha = content_sha(tmp)
         (tmp / "task.toml").write_text(tomli_w.dumps(cfg.to_toml_dict()), encoding="utf-8")
         problems = validate_task(tmp)
         if problems:
@@ -148,7 +180,10 @@ def safe_task_id(name: str) -> str:
 def import_task(
     src: str | Path, tasks_root: str | Path, *, task_id: str | None = None, purpose: str | None = None
 ) -> TaskDir:
-    """Copy a Harbor / Terminal-Bench task dir into the bank, normalized to schema 1.1.
+    """Copy a Harbor / Terminal-Bench task dir into the bank with Harbor's meaning: its
+    task.toml written back with every field it had (``version`` renamed, legacy sizes as
+    ``*_mb``), our keys added in ``[metadata.openforge]`` (purpose, content_sha), scripts
+    made executable.
 
     Raises :class:`TaskDirError` (nothing written) if the source is invalid.
     """
@@ -158,17 +193,20 @@ def import_task(
         raise TaskDirError(problems)
     raw = tomllib.loads((src / "task.toml").read_text(encoding="utf-8"))
     config = TaskConfig.model_validate(normalize_raw(raw, src.name))
-    config.metadata.content_sha = None
+    config.openforge.content_sha = None
     if purpose is not None:
-        config.metadata.purpose = purpose  # type: ignore[assignment]
+        config.openforge.purpose = purpose  # type: ignore[assignment]
     dest = Path(tasks_root) / safe_task_id(task_id or src.name)
     tmp = dest.with_name(f".{dest.name}.import-{os.getpid()}")
     if tmp.exists():
         shutil.rmtree(tmp)
     shutil.copytree(src, tmp, ignore=shutil.ignore_patterns("__pycache__", ".git"))
     try:
+        for rel in EXECUTABLE_FILES:
+            if (tmp / rel).is_file():
+                (tmp / rel).chmod((tmp / rel).stat().st_mode | 0o755)
         (tmp / "task.toml").write_text(tomli_w.dumps(config.to_toml_dict()), encoding="utf-8")
-        config.metadata.content_sha = content_sha(tmp)
+        config.openforge.content_sha = content_sha(tmp)
         (tmp / "task.toml").write_text(tomli_w.dumps(config.to_toml_dict()), encoding="utf-8")
         if dest.exists():
             shutil.rmtree(dest)

@@ -100,7 +100,7 @@ def finalize_from(staging: Path, dest: Path, run_id: str | None) -> None:
     raw = tomllib.loads((staging / "task.toml").read_text(encoding="utf-8"))
     config = TaskConfig.model_validate(normalize_raw(raw, dest.name))
     config.task.name = dest.name
-    config.metadata.synth_run_id = config.metadata.synth_run_id or run_id
+    config.openforge.synth_run_id = config.openforge.synth_run_id or run_id
     files: dict[str, str | bytes] = {}
     for path in sorted(staging.rglob("*")):
         rel = path.relative_to(staging).as_posix()
@@ -148,12 +148,13 @@ async def build_one(ctx: SynthContext, task_id: str, worker: str) -> StageStats:
         from environments.taskdir import load_task  # noqa: PLC0415
 
         td = load_task(task.dir)
-        meta = td.config.metadata
+        meta = td.config.openforge
         add_check(ctx.engine, task_id, "build", passed=True, seconds=timer.seconds,
                   detail={"content_sha": meta.content_sha, "cost_usd": stats.cost_usd})
         add_task_cost(ctx.engine, task_id, seconds=timer.seconds)
         transition_task(ctx.engine, task_id, TaskStatus.built, worker=worker, content_sha=meta.content_sha,
-                        name=td.config.task.name, category=meta.category, difficulty=meta.difficulty, error=None)
+                        name=td.config.task.name, category=td.config.category, difficulty=td.config.difficulty,
+                        error=None)
         stats.count = 1
     except (TaskDirError, RuntimeError, KeyError, ValueError, OSError) as exc:
         reason = f"build failed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"

@@ -65,7 +65,7 @@ async def refine_one(ctx: SynthContext, task_id: str, worker: str) -> StageStats
             await asyncio.to_thread(finalize_from, staging, Path(task.dir), task.synth_run_id)
         from environments.taskdir import load_task  # noqa: PLC0415
 
-        sha = load_task(task.dir).config.metadata.content_sha
+        sha = load_task(task.dir).config.openforge.content_sha
         add_check(ctx.engine, task_id, "refine", passed=True, seconds=timer.seconds,
                   detail={"iteration": iteration, "content_sha": sha})
         transition_task(ctx.engine, task_id, TaskStatus.built, worker=worker, refine_iters=iteration, content_sha=sha)

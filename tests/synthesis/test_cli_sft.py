@@ -35,7 +35,7 @@ def test_sft_run_skips_test_and_prints_stage_table(openforge_home: Path) -> None
     engine.dispose()
     assert len(tasks) == 3 and all(t.status == "verified" and t.purpose == "sft" for t in tasks)
     assert kinds == {"build", "validate"}  # no oracle/no-op/rollouts for SFT tasks
-    assert all(load_task(t.dir).config.metadata.purpose == "sft" for t in tasks)
+    assert all(load_task(t.dir).config.openforge.purpose == "sft" for t in tasks)
 
     bad = subprocess.run([sys.executable, "-m", "flows.cli", "synthesize", "--backend", "gpt"], cwd=REPO, env=env,
                          capture_output=True, text=True, timeout=120)

@@ -43,8 +43,8 @@ def test_rendered_task_dir_is_valid_and_hides_answers_from_the_agent(tmp_path: P
     spec = generate("crm-deal-won", 9, "hard")
     td = write_task(tmp_path / spec.name, task_config(spec, run_id="r1"), spec.instruction, task_files(spec))
     assert validate_task(td.path) == []
-    assert td.config.metadata.services == ["gmail", "crm"]
-    assert td.config.metadata.domain == "claw" and td.config.metadata.synth_run_id == "r1"
+    assert td.config.openforge.services == ["gmail", "crm"]
+    assert td.config.openforge.domain == "claw" and td.config.openforge.synth_run_id == "r1"
     solve = (td.path / "solution" / "solve.sh").read_text()
     assert "python3 -m environments.claw.call" in solve and "\ncall crm_update_deal " in solve
     assert not (td.path / "environment" / "tests").exists()

@@ -36,7 +36,7 @@ def test_backend_generates_and_renders_browser_tasks(family: str, tmp_path: Path
     assert isinstance(spec, BrowserTask) and spec.services == FAMILY_SERVICES[family]
     assert task_files(spec) == task_files(generate(family, 23))
     cfg = task_config(spec, purpose="rl", run_id="r1")
-    assert cfg.metadata.domain == "browser-use" and cfg.metadata.synth_run_id == "r1"
+    assert cfg.openforge.domain == "browser-use" and cfg.openforge.synth_run_id == "r1"
     td = write_task(tmp_path / spec.name, cfg, spec.instruction, task_files(spec))
     assert validate_task(td.path) == []
 

@@ -71,7 +71,7 @@ def test_test_stage_pass_rate_and_no_repeated_rollouts(db_engine, openforge_home
     td = write_task(tmp_path / "tasks" / "t1", task_config(spec, run_id=rid), spec.instruction, task_files(spec))
     with session_scope(db_engine) as s:
         s.add(Task(id="t1", dir=str(td.path), status=TaskStatus.built.value, domain="claw", synth_run_id=rid,
-                   content_sha=td.config.metadata.content_sha))
+                   content_sha=td.config.openforge.content_sha))
     rollouts = RolloutLog([1.0, 0.0, 1.0, 1.0])
     ctx = SynthContext(engine=db_engine, run_id=rid, config=SynthConfig(n=1, k_rollouts=4, test_harness="mini"),
                        tasks_dir=tmp_path / "tasks", work_dir=tmp_path / "work",

@@ -50,6 +50,7 @@ def from_exit(result: RolloutResult, ex: SandboxExit, *, log_tail: str = "") -> 
         result.error_kind = rep.error_kind
         result.error = rep.error
         result.checks = rep.checks
+        result.metrics = dict(rep.metrics)
         result.timings.update({f"runner_{k}": v for k, v in rep.timings.items()})
         if result.status == Outcome.policy_error and result.reward is None:
             result.reward = 0.0

@@ -48,5 +48,7 @@ def record_finished(engine: Engine, spec: RolloutSpec, result: RolloutResult, me
         row.seconds = result.seconds
         row.timings = dict(result.timings)
         row.meta = {**(row.meta or {}), **meta}
+        if result.metrics:
+            row.meta = {**row.meta, "metrics": dict(result.metrics)}
         row.logs_path = result.logs_dir
         row.finished_at = datetime.now(UTC)

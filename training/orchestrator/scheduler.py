@@ -189,6 +189,7 @@ class Scheduler:
         if vres.status == Outcome.ok and vres.reward is not None:
             result.reward = vres.reward
             result.checks.update(vres.checks)
+            result.metrics = dict(vres.metrics)
         else:
             result.status, result.reward = Outcome.infra_error, None
             result.error_kind = ErrorKind.verifier_error.value

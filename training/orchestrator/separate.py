@@ -3,8 +3,9 @@
 The agent's sandbox ends after the agent phase: the runner hands the declared artifacts over
 in ``<logs>/artifacts/`` and runs no verifier. The scheduler then verifies in a *fresh*
 sandbox on the same backend: a derived task dir (:func:`verifier_task`) whose environment is
-the task's verifier declaration (``[verifier] environment = "<dir>"``, default the task's own
-``environment/``) with the artifacts copied into its WORKDIR by one appended ``COPY``, run
+the task's verifier declaration (ours: ``[metadata.openforge] verifier_environment = "<dir>"``,
+read from ``[verifier] environment = "<dir>"`` too; Harbor's: a Dockerfile in ``tests/``; default
+the task's own ``environment/``) with the artifacts copied into its WORKDIR by one appended ``COPY``, run
 with the ``noop`` harness — no agent, no token — so its ``tests/test.sh`` scores what the
 agent left and nothing else. The derived dir lives in the rollout's dir and goes with it.
 """
@@ -24,14 +25,15 @@ ARTIFACTS_CONTEXT = "openforge-artifacts"
 
 
 def is_separate(task: TaskDir) -> bool:
-    return task.config.verifier.environment_mode == "separate"
+    return task.config.verifier.mode == "separate"
 
 
 def verifier_task(task: TaskDir, artifacts: Path, dest: Path) -> Path:
     """Lay out the verifier sandbox's task dir at ``dest`` (see the module doc)."""
     if dest.exists():
         shutil.rmtree(dest)
-    env_name = task.config.verifier.environment or "environment"
+    env_name = task.config.verifier_environment_dir or (
+        "tests" if (task.path / "tests" / "Dockerfile").is_file() else "environment")
     env_src = (task.path / env_name).resolve()
     if task.path.resolve() not in env_src.parents or not (env_src / "Dockerfile").is_file():
         raise ValueError(f"[verifier] environment {env_name!r}: no Dockerfile in a dir of the task")
@@ -53,5 +55,6 @@ def verifier_task(task: TaskDir, artifacts: Path, dest: Path) -> Path:
                     f"COPY {ARTIFACTS_CONTEXT}/ {workdir.rstrip('/')}/\n")
     raw = tomllib.loads((dest / "task.toml").read_text(encoding="utf-8"))
     raw.setdefault("verifier", {})["environment_mode"] = "shared"
+    raw["verifier"].pop("environment", None)  # this sandbox *is* the verifier's environment
     (dest / "task.toml").write_text(tomli_w.dumps(raw), encoding="utf-8")
     return dest

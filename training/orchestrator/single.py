@@ -13,7 +13,7 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 from environments.records import RolloutSpec
-from environments.taskdir import load_task
+from environments.taskdir import TaskDir, load_task
 from openforge.settings import get_settings
 from training.orchestrator.factory import make_backend
 from training.orchestrator.scheduler import Scheduler, new_rollout_id
@@ -28,6 +28,18 @@ def harness_uses_model(name: str) -> bool:
         return bool(get_harness(name).uses_model)
     except Exception:  # noqa: BLE001 - unknown harness: the runner reports harness_missing
         return False
+
+
+#: The rollout's wall clock when the task sets no agent limit (Harbor's default: none).
+NO_AGENT_LIMIT_WALL_SEC = 24 * 3600.0
+
+
+def task_wall_clock(task: TaskDir) -> float:
+    """Agent + verifier + build budgets of the task (a day when the agent has no limit)."""
+    cfg = task.config
+    if cfg.agent.timeout_sec is None:
+        return NO_AGENT_LIMIT_WALL_SEC
+    return cfg.agent.timeout_sec + cfg.verifier.timeout_sec + cfg.environment.build_timeout_sec
 
 
 async def rollout_once(
@@ -50,8 +62,7 @@ async def rollout_once(
     task = load_task(task_dir)
     spec = RolloutSpec(
         rollout_id=new_rollout_id(), task_dir=str(task.path), task_id=task.id, harness=harness, role="test",
-        model=model, timeout_sec=timeout or (task.config.agent.timeout_sec + task.config.verifier.timeout_sec
-                                             + task.config.environment.build_timeout_sec),
+        model=model, timeout_sec=timeout or task_wall_clock(task),
         harness_options=harness_options or {},
     )
     db = None

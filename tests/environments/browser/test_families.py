@@ -34,7 +34,7 @@ def test_family_writes_a_valid_deterministic_task(family: str, difficulty: str, 
     b, _ = write_family_task(tmp_path / "b", family, 7, difficulty)
     assert validate_task(a) == [] and content_sha(a) == content_sha(b)
     cfg = load_task(a).config
-    assert cfg.metadata.domain == "browser-use" and cfg.metadata.services == task.sites
+    assert cfg.openforge.domain == "browser-use" and cfg.openforge.services == task.sites
     assert os.access(a / "tests" / "test.sh", os.X_OK) and os.access(a / "solution" / "solve.sh", os.X_OK)
     steps = json.loads((a / "solution" / "actions.json").read_text())
     # the oracle speaks the Table A3 action space only (targets become coordinates at replay)

@@ -24,7 +24,7 @@ IDS = [ex.task_id for ex in EXAMPLES]
 
 
 def test_there_are_single_and_multi_service_examples():
-    counts = sorted(len(load_task(t).config.metadata.services) for t in TASKS)
+    counts = sorted(len(load_task(t).config.openforge.services) for t in TASKS)
     assert len(TASKS) >= 3 and counts[0] == 1 and counts[-1] >= 2 and sum(c >= 2 for c in counts) >= 2
 
 
@@ -32,12 +32,12 @@ def test_there_are_single_and_multi_service_examples():
 def test_example_is_a_valid_claw_task(task):
     assert validate_task(task) == []
     cfg = load_task(task).config
-    services = cfg.metadata.services
-    assert cfg.metadata.domain == "claw" and services
+    services = cfg.openforge.services
+    assert cfg.openforge.domain == "claw" and services
     assert (task / "environment" / "Dockerfile").read_text() == dockerfile_for(services)
     assert (task / "environment" / "tools.json").read_text() == tools_json_text(services)
     assert sorted(p.stem for p in (task / "environment" / "fixtures").glob("*.json")) == sorted(services)
-    assert cfg.metadata.content_sha == content_sha(task)
+    assert cfg.openforge.content_sha == content_sha(task)
     for script in ("tests/test.sh", "solution/solve.sh"):
         assert os.access(task / script, os.X_OK)
     assert "LOGS_DIR:-/logs" in (task / "tests" / "test.sh").read_text()

@@ -109,8 +109,8 @@ def test_start_failure_is_reported(tmp_path):
     (tmp_path / "gmail.json").write_text('{"messages": "nope"}')
     with pytest.raises(ClawStartError, match="gmail.json: messages: expected a list"):
         ClawServer(["gmail"], tmp_path).start()
-    (tmp_path / "task.toml").write_text('[metadata]\nservices = "gmail"\n')
-    with pytest.raises(ClawStartError, match="metadata.services"):
+    (tmp_path / "task.toml").write_text('[metadata.openforge]\nservices = "gmail"\n')
+    with pytest.raises(ClawStartError, match="metadata.openforge.services"):
         task_services(tmp_path)
 
 

@@ -34,7 +34,7 @@ def test_family_task_dir(family: str, difficulty: str, tmp_path: Path) -> None:
     task = write_family_task(tmp_path, family, 11, difficulty)
     assert validate_task(task) == []
     cfg = load_task(task).config
-    assert cfg.metadata.domain == "computer-use" and cfg.metadata.difficulty == difficulty
+    assert cfg.openforge.domain == "computer-use" and cfg.difficulty == difficulty
     assert generate(family, 11, difficulty).instruction == generate(family, 11, difficulty).instruction  # type: ignore[arg-type]
     plan = json.loads((task / "solution" / "actions.json").read_text())["actions"]
     assert plan[-1] == {"tool": "computer", "args": {"action": "terminate", "status": "success"}}
@@ -61,7 +61,7 @@ def test_registered_with_the_procedural_backend() -> None:
     assert ours == set(FAMILIES)
     assert FAMILY_DOMAIN["mail-reply"] == "claw"
     spec = synth_generate("spreadsheet-total", 4)
-    assert task_config(spec).metadata.domain == "computer-use"
+    assert task_config(spec).openforge.domain == "computer-use"
     assert "solution/actions.json" in task_files(spec) and spec.services == []
 
 

@@ -32,5 +32,5 @@ def test_procedural_synthesis_of_computer_use_tasks(openforge_home: Path) -> Non
     for d in doc["verified_dirs"]:
         task = load_task(d)
         assert validate_task(Path(d)) == []
-        assert task.config.metadata.domain == "computer-use"
+        assert task.config.openforge.domain == "computer-use"
         assert (Path(d) / "solution" / "actions.json").is_file()

@@ -46,7 +46,7 @@ async def test_oracle_scores_one_and_noop_zero(task: str, tmp_path: Path) -> Non
 async def test_unknown_service_is_service_failed(tmp_path: Path) -> None:
     sb = make_sandbox(EXAMPLES / TASKS[0], tmp_path / "sb")
     toml = sb.task / "task.toml"
-    toml.write_text(toml.read_text().replace("[metadata]", '[metadata]\nservices = ["nosuchservice"]', 1)
+    toml.write_text(toml.read_text().replace("[metadata.openforge]", '[metadata.openforge]\nservices = ["nosuchservice"]', 1)
                     .replace('services = [\n    "gmail",\n]', "", 1))
     run = await run_runner(sb, "noop", extra=["--service-timeout", "20"])
     assert (run.report.status, run.report.error_kind) == (Outcome.infra_error, "service_failed"), run.report

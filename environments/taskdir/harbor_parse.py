@@ -1,0 +1,38 @@
+"""Parse task dirs with the real Harbor's task model; run by Harbor's own interpreter.
+
+    <harbor venv>/bin/python -I environments/taskdir/harbor_parse.py DIR...
+
+Prints one JSON object ``{dir: {"ok": true, "config": <TaskConfig.model_dump(mode="json")>,
+"valid_dir": <Task.is_valid_dir>} | {"ok": false, "error": "<first line>"}}``. Imports only
+the standard library and ``harbor`` (not OpenForge: it runs outside our venv).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+from pathlib import Path
+
+
+def main(argv: list[str]) -> int:
+    warnings.simplefilter("ignore")  # Harbor's deprecation warnings (memory, allow_internet)
+    from harbor.models.task.config import TaskConfig
+    from harbor.models.task.task import Task
+
+    out: dict[str, dict] = {}
+    for arg in argv:
+        path = Path(arg)
+        try:
+            config = TaskConfig.model_validate_toml((path / "task.toml").read_text(encoding="utf-8"))
+            out[arg] = {"ok": True, "config": config.model_dump(mode="json"), "valid_dir": Task.is_valid_dir(path)}
+        except Exception as exc:  # noqa: BLE001 - every refusal is reported, not raised
+            text = str(exc)
+            lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+            out[arg] = {"ok": False, "error": " ".join(lines[:3])[:500] or type(exc).__name__}
+    sys.stdout.write(json.dumps(out) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
