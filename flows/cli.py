@@ -30,7 +30,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 db_app = typer.Typer(help="The task DB.", no_args_is_help=True)
-tasks_app = typer.Typer(help="The task bank: validate, import, list, show.", no_args_is_help=True)
+tasks_app = typer.Typer(help="The task bank: validate, import, verify, export, list, show.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(tasks_app, name="tasks")
 
@@ -104,11 +104,12 @@ def tasks_validate(
 
 @tasks_app.command("import")
 def tasks_import(
-    paths: Annotated[list[Path], typer.Argument(help="Harbor / Terminal-Bench task directories.")],
-    purpose: Annotated[Optional[str], typer.Option(help="Override metadata.purpose (rl or sft).")] = None,
+    paths: Annotated[list[Path], typer.Argument(help="Harbor / Terminal-Bench task dirs, dataset folders "
+                                                     "(or a Harbor download cache), or registry.json listings.")],
+    purpose: Annotated[Optional[str], typer.Option(help="Set metadata.openforge.purpose (rl or sft).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Copy task directories into the bank (normalized to schema 1.1) and register them."""
+    """Copy tasks into the bank with Harbor's meaning; they are `imported` until `tasks verify`."""
     from environments.bank import import_tasks
 
     imported, problems = import_tasks(paths, purpose=purpose)
@@ -120,6 +121,44 @@ def tasks_import(
         for row in imported:
             typer.echo(f"imported {row['id']} -> {row['dir']}")
     raise typer.Exit(1 if problems else 0)
+
+
+@tasks_app.command("verify")
+def tasks_verify(
+    task_ids: Annotated[Optional[list[str]], typer.Argument(help="Task ids (default: every imported task).")] = None,
+    backend: Annotated[str, typer.Option(help="Sandbox backend: local, docker or kubernetes.")] = "local",
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Run the oracle (must score 1) and the no-op agent (must score 0); passing tasks become verified."""
+    from environments.bank import verify_tasks
+
+    rows = verify_tasks(task_ids or None, backend=backend)
+    if json_out:
+        _echo_json(rows)
+    else:
+        for r in rows:
+            typer.echo(f"{'verified' if r['passed'] else 'failed  '} {r['id']}" + (f": {r['error']}" if r["error"] else ""))
+        typer.echo(f"{sum(r['passed'] for r in rows)}/{len(rows)} task(s) verified")
+    raise typer.Exit(0 if all(r["passed"] for r in rows) else 1)
+
+
+@tasks_app.command("export")
+def tasks_export(
+    dest: Annotated[Path, typer.Argument(help="Folder to write the tasks to (one dir per task).")],
+    task_ids: Annotated[Optional[list[str]], typer.Argument(help="Task ids (default: by --status).")] = None,
+    status: Annotated[str, typer.Option(help="Export every task with this status.")] = "verified",
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Write bank tasks as Harbor task dirs (`harbor run -p DEST/<id>` reads them)."""
+    from environments.bank import export_tasks
+
+    rows = export_tasks(dest, task_ids or None, status=status)
+    if json_out:
+        _echo_json(rows)
+    else:
+        for r in rows:
+            typer.echo(f"exported {r['id']} ({r['name']}) -> {r['dir']}")
+        typer.echo(f"{len(rows)} task(s) exported")
 
 
 @tasks_app.command("ls")

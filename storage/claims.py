@@ -36,6 +36,7 @@ TASK_TRANSITIONS: dict[TaskStatus, frozenset[TaskStatus]] = {
     TaskStatus.refining: frozenset({TaskStatus.built, TaskStatus.testing, TaskStatus.rejected}),
     TaskStatus.verified: frozenset({TaskStatus.refining, TaskStatus.rejected}),
     TaskStatus.rejected: frozenset({TaskStatus.building}),
+    TaskStatus.imported: frozenset({TaskStatus.verified, TaskStatus.rejected}),
 }
 
 CANDIDATE_TRANSITIONS: dict[CandidateStatus, frozenset[CandidateStatus]] = {

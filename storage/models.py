@@ -41,6 +41,8 @@ class CandidateStatus(str, enum.Enum):
 class TaskStatus(str, enum.Enum):
     building = "building"
     built = "built"
+    #: Imported from a Harbor dataset; ``openforge tasks verify`` (oracle 1, no-op 0) makes it verified.
+    imported = "imported"
     testing = "testing"
     refining = "refining"
     verified = "verified"

@@ -32,12 +32,13 @@ def test_validate_malformed_dir_exits_1_with_one_line_per_problem(tmp_path: Path
     bad = tmp_path / "bad-task"
     shutil.copytree(HARBOR, bad)
     (bad / "instruction.md").unlink()
-    (bad / "tests" / "test.sh").chmod(0o644)
+    (bad / "tests" / "test.sh").chmod(0o644)  # no problem: Harbor runs it with bash
+    (bad / "environment" / "Dockerfile").unlink()
     result = run("tasks", "validate", str(bad), str(HARBOR))
     assert result.returncode == 1
     assert result.stdout.splitlines() == [
         f"{bad}: instruction.md: missing",
-        f"{bad}: tests/test.sh: not executable (chmod +x)",
+        f"{bad}: environment/Dockerfile: missing (or environment/docker-compose.yaml, or [environment] docker_image)",
     ]
     assert "Traceback" not in result.stderr
     ok = run("tasks", "validate", str(HARBOR))
@@ -50,7 +51,7 @@ def test_import_then_ls_and_show(tmp_path: Path) -> None:
     imported = json.loads(result.stdout)["imported"]
     assert [row["id"] for row in imported] == ["hello-world"]
     rows = json.loads(run("tasks", "ls", "--json").stdout)
-    assert rows == [{"id": "hello-world", "domain": None, "purpose": "rl", "status": "verified", "dir": imported[0]["dir"]}]
+    assert rows == [{"id": "hello-world", "domain": None, "purpose": "rl", "status": "imported", "dir": imported[0]["dir"]}]
     assert json.loads(run("tasks", "ls", "--status", "building", "--json").stdout) == []
     shown = json.loads(run("tasks", "show", "hello-world", "--json").stdout)
     assert "Hello, world!" in shown["instruction"]
@@ -70,6 +71,7 @@ def test_import_of_bad_dir_keeps_existing_bank(tmp_path: Path) -> None:
 
 def test_every_command_has_help() -> None:
     for args in (["--help"], ["init", "--help"], ["db", "status", "--help"], ["tasks", "validate", "--help"],
-                 ["tasks", "import", "--help"], ["tasks", "ls", "--help"], ["tasks", "show", "--help"]):
+                 ["tasks", "import", "--help"], ["tasks", "ls", "--help"], ["tasks", "show", "--help"],
+                 ["tasks", "verify", "--help"], ["tasks", "export", "--help"]):
         result = run(*args)
         assert result.returncode == 0 and "Usage" in result.stdout, args
