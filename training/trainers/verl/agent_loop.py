@@ -70,17 +70,22 @@ class OpenForgeAgentLoop(AgentLoopBase):
         self.prompt_length = int(self.rollout_config.prompt_length)
         self.response_length = int(self.rollout_config.response_length)
 
-    def _server_addresses(self) -> list[str]:
-        """OpenAI base URLs of veRL's replicas (``OPENFORGE_VERL_SERVERS``, set by the driver, else
-        whatever the server manager exposes)."""
+    async def _server_addresses(self, request_id: str) -> list[str]:
+        """OpenAI base URLs of veRL's replicas: ``OPENFORGE_VERL_SERVERS`` (set by the driver or
+        the user), else the replica veRL's load balancer assigns this trajectory (its server id
+        is the replica's address; acquired and released at once, to learn it)."""
         env = os.environ.get("OPENFORGE_VERL_SERVERS")
         if env:
             return [a for a in env.split(",") if a]
-        for attr in ("server_addresses", "_server_addresses", "addresses"):
-            value = getattr(self.server_manager, attr, None)
-            if value:
-                return [a if a.startswith("http") else f"http://{a}" for a in value]
-        return []
+        acquire = getattr(self.server_manager, "_acquire_server", None)
+        if acquire is None:
+            return []
+        server_id, _ = await acquire(request_id)
+        release = getattr(self.server_manager, "_release_server", None)
+        if release is not None:
+            release(server_id, request_id)
+        address = str(server_id)
+        return [address if address.startswith("http") else f"http://{address}/v1"]
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> list[AgentLoopOutput]:
         extra_info = dict(_plain(kwargs.get("extra_info")) or {})
@@ -94,8 +99,8 @@ class OpenForgeAgentLoop(AgentLoopBase):
             sample_index=_plain(kwargs.get("index")),
             validate=bool(kwargs.get("validate", False)),
             global_steps=int(steps) if steps is not None else None,
-            server_addresses=self._server_addresses(),
         )
+        request.server_addresses = await self._server_addresses(f"openforge-{request.group_id}-{request.sample_index}")
         started = time.perf_counter()
         recorded = self.rollout_fn(request)
         if inspect.isawaitable(recorded):

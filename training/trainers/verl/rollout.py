@@ -33,26 +33,35 @@ log = logging.getLogger(__name__)
 
 
 class ReplicaEngine:
-    """:class:`~training.engines.base.ChatEngine` over veRL's vLLM replicas (round-robin per call).
+    """:class:`~training.engines.base.ChatEngine` over veRL's vLLM replicas (round-robin per call
+    over the replicas learnt so far: :meth:`add` as trajectories are assigned new ones).
 
     The policy version is not known here (veRL syncs the replicas itself); the agent loop
     takes it from the step's ``global_steps``."""
 
     def __init__(self, base_urls: list[str], *, model: str | None = None) -> None:
-        from training.engines.openai_compat import OpenAICompatEngine  # noqa: PLC0415
-
         if not base_urls:
             raise ValueError("ReplicaEngine: no vLLM replica address (OPENFORGE_VERL_SERVERS or veRL's server manager)")
-        self.base_urls = list(base_urls)
-        self._engines = [OpenAICompatEngine(u, model=model) for u in self.base_urls]
-        self._next = itertools.cycle(range(len(self._engines)))
+        self.model = model
+        self.base_urls: list[str] = []
+        self._engines: list[Any] = []
+        self._counter = itertools.count()
+        self.add(base_urls)
+
+    def add(self, base_urls: list[str]) -> None:
+        from training.engines.openai_compat import OpenAICompatEngine  # noqa: PLC0415
+
+        for url in base_urls:
+            if url not in self.base_urls:
+                self.base_urls.append(url)
+                self._engines.append(OpenAICompatEngine(url, model=self.model))
 
     @property
     def policy_version(self) -> int | None:
         return None
 
     async def chat_completions(self, body: dict[str, Any]) -> dict[str, Any]:
-        return await self._engines[next(self._next)].chat_completions(body)
+        return await self._engines[next(self._counter) % len(self._engines)].chat_completions(body)
 
     async def list_models(self) -> list[str]:
         return await self._engines[0].list_models()
@@ -117,18 +126,23 @@ class WorkerRollouts:
             await self.service.engine.aclose()
 
 
-_workers: dict[asyncio.AbstractEventLoop, WorkerRollouts] = {}
-_lock = asyncio.Lock()
+_workers: dict[asyncio.AbstractEventLoop, asyncio.Task[WorkerRollouts]] = {}
 
 
 async def rollout(request: RolloutRequest) -> RecordedRollout:
     """One OpenForge rollout of ``request.task_id`` (see the module doc)."""
     loop = asyncio.get_running_loop()
-    worker = _workers.get(loop)
-    if worker is None:
-        async with _lock:
-            worker = _workers.get(loop)
-            if worker is None:
-                worker = await WorkerRollouts.from_env(list(request.server_addresses)).start()
-                _workers[loop] = worker
+    starting = _workers.get(loop)
+    if starting is None:  # the first rollout of this process (loop) starts the service; the others wait for it
+        starting = _workers[loop] = loop.create_task(WorkerRollouts.from_env(list(request.server_addresses)).start())
+    worker = await starting
+    if request.server_addresses:
+        worker.service.engine.add(list(request.server_addresses))
     return await worker.fn(request)
+
+
+async def close_worker() -> None:
+    """Stop this loop's rollout service (end of a run, tests)."""
+    starting = _workers.pop(asyncio.get_running_loop(), None)
+    if starting is not None:
+        await (await starting).aclose()
