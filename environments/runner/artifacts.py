@@ -40,3 +40,41 @@ def hand_over_artifacts(workspace: Path, logs_dir: Path, patterns: list[str]) ->
             shutil.copytree(p, target, symlinks=True, dirs_exist_ok=True)
         copied.append(str(rel))
     return copied
+
+
+def collect_task_artifacts(entries: list[str | dict], *, workspace: Path, logs_dir: Path,
+                           workdir: str = "/app") -> list[str]:
+    """Harbor's task-level ``artifacts`` (a path, or ``{source, destination, exclude}``; sidecar
+    ``service`` entries are skipped) copied into ``<logs>/artifacts/`` after the verifier:
+    each at its ``destination``, else at its source path without the leading ``/``. Sources
+    are sandbox paths (``/logs/...`` and the WORKDIR are mapped to this sandbox's dirs when
+    they are elsewhere here). Symlinks are copied as links. Returns the sources copied."""
+    dest_root = logs_dir / ARTIFACTS_DIR
+    copied: list[str] = []
+    for entry in entries:
+        doc = {"source": entry} if isinstance(entry, str) else dict(entry)
+        if doc.get("service") not in (None, "main"):
+            continue
+        source = str(doc["source"])
+        path = Path(source)
+        if not path.exists():
+            for prefix, local in (("/logs", logs_dir), (workdir.rstrip("/") or "/app", workspace)):
+                if source == prefix or source.startswith(prefix + "/"):
+                    path = local / source[len(prefix):].lstrip("/")
+                    break
+            else:
+                if not path.is_absolute():
+                    path = workspace / source
+        if not path.exists() and not path.is_symlink():
+            continue
+        rel = str(doc.get("destination") or source.lstrip("/"))
+        target = dest_root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        excludes = [str(x) for x in doc.get("exclude") or []]
+        if path.is_dir() and not path.is_symlink():
+            shutil.copytree(path, target, symlinks=True, dirs_exist_ok=True,
+                            ignore=shutil.ignore_patterns(*excludes) if excludes else None)
+        else:
+            shutil.copy2(path, target, follow_symlinks=False)
+        copied.append(source)
+    return copied

@@ -1,5 +1,5 @@
-"""One rollout inside a sandbox (docs/CONTRACTS.md): services → harness → agent_done →
-tests → verifier → report. Returns a :class:`RunnerReport`; never raises for task, harness,
+"""One rollout inside a sandbox (docs/CONTRACTS.md): services → healthcheck → harness →
+agent_done → tests → verifier → artifacts → report. Returns a :class:`RunnerReport`; never raises for task, harness,
 service or verifier failures (they become outcomes), and always stops what it started.
 
 Timings (seconds): ``services`` (start + health), ``agent``, ``wait_tests``, ``verifier``,
@@ -31,14 +31,16 @@ from environments.harnesses import (
 )
 from environments.harnesses.base import load_tools_file, package_root
 from environments.records import ErrorKind, Outcome, RunnerReport
-from environments.runner.artifacts import hand_over_artifacts
+from environments.runner.artifacts import collect_task_artifacts, hand_over_artifacts
 from environments.runner.classify import classify_exit
 from environments.runner.finish import post_agent_done
+from environments.runner.healthcheck import HealthcheckError, wait_healthy
 from environments.runner.jail import Jail, JailError, choose_jail
 from environments.runner.options import RunnerOptions
 from environments.runner.procs import run_process, tail
 from environments.runner.services import ServiceError, ServiceGroup
 from environments.runner.verifier import VerifierError, run_verifier, wait_for_tests
+from environments.taskdir import envvars
 from environments.taskdir.model import TaskConfig, normalize_raw
 
 log = logging.getLogger(__name__)
@@ -126,6 +128,7 @@ async def run_rollout(opts: RunnerOptions, emit: Callable[[str], None] = _print_
     jail: Jail | None = None
     verifier_home: Path | None = None
     agent_log = opts.logs_dir / "agent" / "harness.log"
+    phases = envvars.take()  # the task's env tables, resolved on the host by the backend
     try:
         cfg = read_task_config(opts.task_dir)
         try:
@@ -143,7 +146,7 @@ async def run_rollout(opts: RunnerOptions, emit: Callable[[str], None] = _print_
         except JailError as exc:
             raise _Stop(Outcome.infra_error, ErrorKind.start_failed, str(exc)) from None
         report.agent_jail = jail.kind
-        env = sandbox_env(opts)
+        env = {**sandbox_env(opts), **phases.get("environment", {})}
         services = list(cfg.openforge.services)
         services_url: str | None = None
 
@@ -160,6 +163,14 @@ async def run_rollout(opts: RunnerOptions, emit: Callable[[str], None] = _print_
                 timings["services"] = round(time.monotonic() - t, 3)
             env[SERVICES_URL_ENV] = services_url
             env["CLAW_PORT"] = services_url.rsplit(":", 1)[-1]
+
+        if cfg.environment.healthcheck is not None:
+            try:
+                timings["healthcheck"] = round(await wait_healthy(
+                    cfg.environment.healthcheck, env=env, cwd=opts.workspace,
+                    log_path=opts.logs_dir / "healthcheck.log"), 3)
+            except HealthcheckError as exc:
+                raise _Stop(Outcome.infra_error, ErrorKind.start_failed, str(exc)) from None
 
         # -- agent ---------------------------------------------------------------------
         home = Path(tempfile.mkdtemp(prefix="openforge-harness-home-"))
@@ -181,6 +192,8 @@ async def run_rollout(opts: RunnerOptions, emit: Callable[[str], None] = _print_
             log.warning("harness %s runs without a base URL (no proxy given)", harness.name)
         log.info("harness %s: %s", harness.name, plan.argv[:3])
         harness_env = {**env, **plan.env, **jail.env}
+        if harness.name == "oracle":  # [solution].env belongs to the oracle's solve.sh
+            harness_env.update(phases.get("solution", {}))
         argv = jail.wrap(plan.argv, home=home, env_home=harness_env.get("HOME"))
         try:
             result = await run_process(argv, env=harness_env, cwd=plan.cwd or opts.workspace,
@@ -220,7 +233,8 @@ async def run_rollout(opts: RunnerOptions, emit: Callable[[str], None] = _print_
             t = time.monotonic()
             # The verifier's own HOME and TMPDIR: nothing the agent wrote is on its paths.
             verifier_home = Path(tempfile.mkdtemp(prefix="openforge-verifier-home-"))
-            verifier_env = {**env, "HOME": str(verifier_home), "TMPDIR": str(verifier_home), "PYTHONNOUSERSITE": "1"}
+            verifier_env = {**env, **phases.get("verifier", {}), "HOME": str(verifier_home),
+                            "TMPDIR": str(verifier_home), "PYTHONNOUSERSITE": "1"}
             try:
                 v = await run_verifier(opts.tests_dir, env=verifier_env, cwd=opts.workspace,
                                        verifier_logs=opts.logs_dir / "verifier", timeout=verifier_timeout)
@@ -231,6 +245,13 @@ async def run_rollout(opts: RunnerOptions, emit: Callable[[str], None] = _print_
         report.reward = v.reward
         report.checks = v.checks
         report.metrics = v.metrics
+        if cfg.artifacts:
+            try:
+                copied = await asyncio.to_thread(collect_task_artifacts, list(cfg.artifacts), workspace=opts.workspace,
+                                                 logs_dir=opts.logs_dir, workdir=cfg.environment.workdir or "/app")
+                log.info("artifacts: collected %s into %s", copied, opts.logs_dir / "artifacts")
+            except (OSError, ValueError) as exc:  # a missing or unreadable artifact never sinks the reward
+                log.warning("artifacts: %s", exc)
     except _Stop as stop:
         report.status, report.error_kind, report.error = stop.status, stop.kind, stop.error
         report.reward = 0.0 if stop.status == Outcome.policy_error else None

@@ -1,7 +1,9 @@
 """The ``docker`` sandbox backend: one container per rollout on a real Docker engine.
 
 - image: the task's ``environment/Dockerfile`` built once per content hash, unpullable
-  ``FROM`` images mapped to the local base image (``training.orchestrator.images``);
+  ``FROM`` images mapped to the local base image (``training.orchestrator.images``); an
+  image-only task's ``[environment] docker_image`` is that ``FROM`` (same aliasing);
+  ``[environment] workdir`` overrides the image's WORKDIR;
 - runtime: the runner and our package come from the host, bind-mounted read-only at their
   own paths (the Python prefix, the virtualenv, the repo, the harness tools dir), so task
   images need no OpenForge install (they must be glibc-based, like the base image);
@@ -61,6 +63,7 @@ from training.orchestrator.runtime import (
     with_relay,
 )
 from training.orchestrator.sandbox_fs import runtime_view
+from training.orchestrator.task_support import check_supported, task_env
 
 log = logging.getLogger(__name__)
 
@@ -154,15 +157,19 @@ class DockerBackend:
         then just work), else ``OPENFORGE_SANDBOX_UID`` (0: root, no capabilities)."""
         return os.getuid() or self.settings.sandbox_uid
 
-    async def _image(self, task_path: Path, build_timeout: float) -> tuple[TaskImage, dict[str, str]]:
-        """The task's image and its configured env; memoized per environment-dir content."""
-        key = await asyncio.to_thread(environment_key, task_path)
+    async def _image(self, task_path: Path, build_timeout: float, docker_image: str | None = None,
+                     workdir: str | None = None) -> tuple[TaskImage, dict[str, str]]:
+        """The task's image and its configured env; memoized per environment-dir content.
+        ``docker_image``: an image-only task's ``[environment] docker_image`` (the image used
+        as is, mapped through the alias table when it is not here)."""
+        key = await asyncio.to_thread(environment_key, task_path) + f":{docker_image or ''}:{workdir or ''}"
         lock = self._build_locks.setdefault(str(task_path), asyncio.Lock())
         async with lock:
             if key not in self._images:
                 image = await self._call(build_task_image, self.client, task_path, base=self.settings.base_image,
                                          aliases=self.settings.image_aliases, timeout=build_timeout,
-                                         mounted=tuple(runtime_mounts()), agent_uid=self.agent_uid or None)
+                                         mounted=tuple(runtime_mounts()), agent_uid=self.agent_uid or None,
+                                         docker_image=docker_image, workdir=workdir)
                 env: dict[str, str] = {}
                 img = await self._call(self.client.images.get, image.tag)
                 for item in (img.attrs.get("Config") or {}).get("Env") or []:
@@ -190,8 +197,10 @@ class DockerBackend:
         from docker.errors import APIError
         from docker.types import Mount
 
+        check_supported(task, self.name)
         try:
-            image, image_env = await self._image(task.path, task.config.environment.build_timeout_sec)
+            image, image_env = await self._image(task.path, task.config.environment.build_timeout_sec,
+                                                 task.docker_image, task.config.environment.workdir)
         except ImageBuildError as exc:
             raise SandboxError(str(exc), kind=ErrorKind.build_failed) from exc
         except APIError as exc:
@@ -204,7 +213,7 @@ class DockerBackend:
                              for a, b in image.from_images.items() if a != b]
         oracle = spec.harness == "oracle"
         python = self.settings.sandbox_python or sys.executable
-        workdir = image.workdir
+        workdir = task.config.environment.workdir or image.workdir  # Harbor: [environment] workdir wins
         # Root in the container runs the runner, services and verifier; the harness runs as the
         # agent uid (agent jail ``uid``). As anyone but root on the host, everything runs as us.
         jail_uid = self.agent_uid if os.getuid() == 0 and self.agent_uid else None
@@ -240,6 +249,7 @@ class DockerBackend:
         if runtime_binaries():
             env_cfg["PATH"] = f"{env_cfg.get('PATH') or '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'}:{RUNTIME_BIN}"
         env = sandbox_env(spec, dockerfile_env=env_cfg, home=env_cfg.get("HOME", "/tmp"))
+        env.update(task_env(task))
         env_cfg_res = task.config.environment
         user, caps = None, []
         if jail_uid:

@@ -38,6 +38,7 @@ from training.orchestrator.layout import (
 from training.orchestrator.limits import Limits, SandboxCgroup, Watchdog, detect_mode
 from training.orchestrator.procs import all_sandbox_ids, kill_tree, sandbox_pids
 from training.orchestrator.relay import SANDBOX_RELAY_DIR, HostRelays, loopback_target
+from training.orchestrator.task_support import check_supported, task_env
 from training.orchestrator.runtime import (
     runner_command,
     sandbox_env,
@@ -149,6 +150,7 @@ class LocalBackend:
 
     async def _launch(self, spec, task, dirs, handle, t0):
         handle.state.update(dirs=dirs, task_dir=task.path, spec=spec, storage_mb=int(task.config.environment.storage_mb))
+        check_supported(task, self.name)
         info = (
             await asyncio.to_thread(parse_dockerfile, task.dockerfile)
             if task.dockerfile.is_file()
@@ -168,6 +170,7 @@ class LocalBackend:
             raise
         except OSError as exc:
             raise SandboxError(f"sandbox setup failed: {exc}", kind=ErrorKind.start_failed) from exc
+        env.update(task_env(task))
         handle.notes.extend(f"not honoured: {u}" for u in info.unhonoured)
         for note in handle.notes:
             log.info("rollout %s: %s", spec.rollout_id, note)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from environments.records import RolloutSpec
 from environments.runner.finish import FINISH_KEY_ENV
+from environments.taskdir.envvars import encode as encode_phase_env
 from training.orchestrator.config import get_orchestrator_settings
 from training.orchestrator.procs import SANDBOX_ENV
 
@@ -90,8 +91,11 @@ def with_relay(cmd: list[str], *, python: str, host: str, port: int, unix_path: 
     return [python, "-P", init_path or str(SANDBOX_INIT), "--listen", f"{host}:{port}", "--unix", unix_path, "--", *cmd]
 
 
-def sandbox_env(spec: RolloutSpec, *, dockerfile_env: dict[str, str], home: str, extra: dict[str, str] | None = None) -> dict[str, str]:
-    """A fresh environment for the sandbox: no host secrets, only what the rollout needs."""
+def sandbox_env(spec: RolloutSpec, *, dockerfile_env: dict[str, str], home: str, extra: dict[str, str] | None = None,
+                phases: dict[str, dict[str, str]] | None = None) -> dict[str, str]:
+    """A fresh environment for the sandbox: no host secrets, only what the rollout needs.
+    ``phases``: the task's env tables resolved on the host (``envvars.phase_env``), handed to
+    the runner as one variable that it takes out before anything starts."""
     env = {"PATH": BASE_PATH, "HOME": home, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONUNBUFFERED": "1"}
     for key in PASS_ENV:
         if key in os.environ:
@@ -108,6 +112,7 @@ def sandbox_env(spec: RolloutSpec, *, dockerfile_env: dict[str, str], home: str,
     if spec.model:
         env["OPENFORGE_MODEL"] = spec.model
     env[SANDBOX_ENV] = spec.rollout_id
+    env.update(encode_phase_env(phases or {}))
     # The runner, harnesses and oracles import this checkout's packages: name it explicitly
     # rather than trusting whichever editable install the interpreter happens to point at.
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)

@@ -83,6 +83,7 @@ from training.orchestrator.kubernetes.warm import WarmPool
 from training.orchestrator.kubernetes.watcher import PodWatcher
 from training.orchestrator.layout import sized_for
 from training.orchestrator.runtime import runner_command
+from training.orchestrator.task_support import check_supported, task_env
 
 log = logging.getLogger(__name__)
 
@@ -319,7 +320,7 @@ class KubernetesBackend:
         cfg = task.config.environment
         plan = PodPlan(name=name, image=image.ref, workdir=image.workdir, labels=labels, secret_name=name,
                        control_url=self.control.url, cpus=cfg.cpus, memory_mb=cfg.memory_mb,
-                       storage_mb=cfg.storage_mb, deadline_seconds=spec.timeout_sec if spec is not None else None,
+                       storage_mb=cfg.storage_mb, gpus=cfg.gpus, deadline_seconds=spec.timeout_sec if spec is not None else None,
                        annotations=annotations)
         try:
             await self._bucket.take()
@@ -370,7 +371,7 @@ class KubernetesBackend:
 
     def _pool(self, image: PodImage, task: TaskDir) -> WarmPool:
         cfg = task.config.environment
-        key = (image.ref, image.workdir, cfg.cpus, cfg.memory_mb, cfg.storage_mb)
+        key = (image.ref, image.workdir, cfg.cpus, cfg.memory_mb, cfg.storage_mb, cfg.gpus)
         pool = self._pools.get(key)
         if pool is None:
             pool = WarmPool(key, self.settings.warm_pool, lambda: self._create_pod(image, task, None), self._release)
@@ -432,6 +433,7 @@ class KubernetesBackend:
         images), assignment."""
         (logs / "agent").mkdir(parents=True, exist_ok=True)
         task = sized_for(_task_or_error(spec.task_dir), spec)
+        check_supported(task, self.name)
         if not isinstance(self.images, ContentImages):
             return task, None, None
         image = self.images.resolve_now(task.path)
@@ -449,6 +451,7 @@ class KubernetesBackend:
                               tests_dir="/tests", solution_dir="/solution" if oracle else None,
                               agent_timeout=None, verifier_timeout=None, agent_jail="auto")
         env = dict(spec.env)
+        env.update(task_env(task))  # over the control channel, never in the pod spec
         env.update({"OPENFORGE_SANDBOX_ID": spec.rollout_id, "OPENFORGE_MODEL": spec.model})
         if spec.base_url:
             env["OPENFORGE_BASE_URL"] = spec.base_url

@@ -9,7 +9,8 @@ A rollout pod (see the package doc for why it looks like this):
   into an emptyDir) and ``workdir`` (the task image copies its WORKDIR into an emptyDir,
   so the workspace is writable under a read-only root filesystem);
 - ``containers[0]`` ``sandbox``: the task image running ``pod_entry.py`` from the runtime;
-  requests = limits = task.toml ``[environment]`` cpus/memory_mb/storage_mb;
+  requests = limits = task.toml ``[environment]`` cpus/memory_mb/storage_mb (and ``gpus`` as
+  ``nvidia.com/gpu``);
 - ``restartPolicy: Never``, ``activeDeadlineSeconds`` = the rollout's timeout, no service
   account token, no service links, labels run/rollout/task, an ownerReference to the run's
   owner ConfigMap, and a restricted security context (non-root, no privilege escalation,
@@ -69,6 +70,9 @@ def image_label(image: str) -> str:
     return hashlib.sha256(image.encode()).hexdigest()[:20]
 
 
+#: The extended resource a task's ``[environment] gpus`` requests (the NVIDIA device plugin's).
+GPU_RESOURCE = "nvidia.com/gpu"
+
 @dataclass(frozen=True)
 class OwnerRef:
     """The run's owner object (a ConfigMap): deleting it garbage-collects the run's objects."""
@@ -94,6 +98,8 @@ class PodPlan:
     cpus: float = 1.0
     memory_mb: int = 2048
     storage_mb: int = 10240
+    #: ``[environment] gpus``: ``nvidia.com/gpu`` requested and limited (None: no GPU).
+    gpus: int | None = None
     deadline_seconds: float | None = None
     annotations: dict[str, str] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
@@ -138,6 +144,8 @@ def rollout_pod(plan: PodPlan, *, namespace: str, owner: OwnerRef | None, runtim
     entry = f"{runtime_dir}/repo/training/orchestrator/kubernetes/pod_entry.py"
     resources = {"cpu": _quantity_cpu(plan.cpus), "memory": f"{int(plan.memory_mb)}Mi",
                  "ephemeral-storage": f"{int(plan.storage_mb)}Mi"}
+    if plan.gpus:
+        resources[GPU_RESOURCE] = str(int(plan.gpus))
     env = [
         {"name": "OPENFORGE_CONTROL_URL", "value": plan.control_url},
         {"name": "OPENFORGE_POD_KEY", "valueFrom": {"secretKeyRef": {"name": plan.secret_name, "key": SECRET_POD_KEY}}},

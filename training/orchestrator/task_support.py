@@ -1,0 +1,46 @@
+"""What a backend can run of a Harbor task, and the task's host-side env (issue 16).
+
+- ``[environment] docker_image`` without a Dockerfile (image-only) and
+  ``environment/docker-compose.yaml`` (compose) tasks need a container engine: the docker
+  backend runs them; the others refuse in one line saying so.
+- multi-step tasks (``[[steps]]``) are refused in one line on every backend (not run yet).
+- ``[environment].env`` / ``[verifier].env`` / ``[solution].env`` are resolved on the host
+  (``${VAR}``, ``${VAR:-default}``) and handed to the runner (``envvars.PHASE_ENV``).
+"""
+
+from __future__ import annotations
+
+from environments.records import ErrorKind
+from environments.taskdir import TaskDir
+from environments.taskdir.envvars import EnvTemplateError, encode, phase_env
+from training.orchestrator.backend import SandboxError
+
+#: Backends with a container engine for image-only / compose tasks.
+CONTAINER_BACKENDS = ("docker",)
+
+
+def check_supported(task: TaskDir, backend: str) -> None:
+    """Raise :class:`SandboxError` (``start_failed``, one line) for what ``backend`` cannot run."""
+    cfg = task.config
+    if cfg.environment.os == "windows":
+        raise SandboxError(f"{task.path}: [environment] os = 'windows': Windows tasks are not supported "
+                           "(OpenForge sandboxes run Linux)", kind=ErrorKind.start_failed)
+    if cfg.steps:
+        raise SandboxError(f"{task.path}: [[steps]]: multi-step tasks are not run yet by any backend "
+                           f"({len(cfg.steps)} steps)", kind=ErrorKind.start_failed)
+    if backend in CONTAINER_BACKENDS:
+        return
+    if task.compose_file is not None and not task.dockerfile.is_file():
+        raise SandboxError(f"{task.path}: environment/docker-compose.yaml: compose tasks need the docker backend "
+                           f"(--backend docker), not {backend}", kind=ErrorKind.start_failed)
+    if task.docker_image:
+        raise SandboxError(f"{task.path}: [environment] docker_image = {task.docker_image!r}: image-only tasks "
+                           f"need the docker backend (--backend docker), not {backend}", kind=ErrorKind.start_failed)
+
+
+def task_env(task: TaskDir) -> dict[str, str]:
+    """The sandbox env entry carrying the task's resolved env tables (empty when it has none)."""
+    try:
+        return encode(phase_env(task.config))
+    except EnvTemplateError as exc:
+        raise SandboxError(f"{task.path}: {exc}", kind=ErrorKind.start_failed) from None
