@@ -15,8 +15,9 @@ local engine reports them.
 
 :class:`VLLMServer` starts that command as a subprocess (log in ``log_path``) and waits for
 ``GET /health``, or attaches to a running server by URL. It is itself a
-:class:`ChatEngine` (httpx; connection errors and 5xx raise :class:`EngineError`, 4xx
-:class:`EngineRequestError`).
+:class:`ChatEngine`: chat goes through :class:`~training.engines.openai_compat.OpenAICompatEngine`
+(aiohttp, a pool per event loop; connection errors and 5xx raise ``EngineError``, 4xx
+``EngineRequestError``); health, model list and weight-sync calls use httpx, a client per loop.
 
 Weight sync (:meth:`VLLMServer.reload_weights`, from an HF checkpoint folder), two ways:
 
@@ -49,7 +50,7 @@ from typing import Any, Literal
 
 import httpx
 
-from training.engines.base import EngineError, EngineRequestError
+from training.engines.base import EngineError
 
 log = logging.getLogger(__name__)
 
@@ -154,7 +155,8 @@ class VLLMServer:
         self._timeout = request_timeout_s
         self._process: asyncio.subprocess.Process | None = None
         self._log_handle: Any = None
-        self._client: httpx.AsyncClient | None = None
+        self._clients: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}  # admin calls, one per loop
+        self._chat: Any = None  # OpenAICompatEngine over base_url (aiohttp, one pool per loop)
         self._policy_version = 0
         self._model_ids: list[str] | None = None
 
@@ -183,9 +185,21 @@ class VLLMServer:
         return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
     def _http(self) -> httpx.AsyncClient:
-        if self._client is None:
-            self._client = httpx.AsyncClient(timeout=self._timeout, headers=self._headers())
-        return self._client
+        """The admin client of the running loop (the proxy serves from its own thread's loop)."""
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None or client.is_closed:
+            self._clients = {lp: c for lp, c in self._clients.items() if not lp.is_closed()}
+            client = self._clients[loop] = httpx.AsyncClient(timeout=self._timeout, headers=self._headers())
+        return client
+
+    def _chat_engine(self) -> Any:
+        if self._chat is None:
+            from training.engines.openai_compat import OpenAICompatEngine  # noqa: PLC0415
+
+            self._chat = OpenAICompatEngine(self.base_url, api_key=self.api_key, timeout=self._timeout,
+                                            model=self.config.served_model_name if self.config else None)
+        return self._chat
 
     async def start(self) -> VLLMServer:
         """Launch (when configured to) and wait until ``/health`` answers; attach otherwise."""
@@ -252,9 +266,14 @@ class VLLMServer:
 
     async def aclose(self) -> None:
         await self.stop()
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        clients, self._clients = self._clients, {}
+        current = asyncio.get_running_loop()
+        for loop, client in clients.items():  # clients of other (possibly closed) loops are dropped
+            if loop is current:
+                await client.aclose()
+        if self._chat is not None:
+            await self._chat.aclose()
+            self._chat = None
 
     # ------------------------------------------------------------------- weight sync
     @property
@@ -303,25 +322,10 @@ class VLLMServer:
         return list(self._model_ids)
 
     async def chat_completions(self, body: dict[str, Any]) -> dict[str, Any]:
-        payload = {**body, "stream": False, "return_token_ids": True, "logprobs": True}
-        if not payload.get("model"):
-            if self.config is not None:
-                payload["model"] = self.config.served_model_name
-            else:
-                payload["model"] = (self._model_ids or await self.list_models() or ["default"])[0]
+        """One non-streamed completion with token ids and logprobs (through
+        :class:`~training.engines.openai_compat.OpenAICompatEngine`), stamped with the policy
+        version being served when it was asked."""
         version = self._policy_version
-        try:
-            response = await self._http().post(f"{self.base_url}/chat/completions", json=payload)
-        except httpx.TransportError as exc:
-            raise EngineError(f"vLLM unreachable at {self.base_url}: {exc!r}", status_code=502) from exc
-        if response.status_code >= 500:
-            raise EngineError(f"vLLM {response.status_code}: {response.text[:500]}", status_code=502)
-        if response.status_code >= 400:
-            try:
-                message = response.json().get("error", {}).get("message") or response.text
-            except ValueError:
-                message = response.text
-            raise EngineRequestError(f"vLLM rejected the request: {message[:500]}", status_code=response.status_code)
-        data: dict[str, Any] = response.json()
+        data: dict[str, Any] = await self._chat_engine().chat_completions(body)
         data.setdefault("policy_version", version)
         return data

@@ -122,7 +122,7 @@ async def rl_train(
                 results = await service.run_groups(batch, cfg.group_size, role="train", tag=f"s{step}")
                 samples, report = prepare_grpo_batch(
                     service.recorded(results), gamma=cfg.gamma, eps=cfg.adv_eps, norm_by_std=cfg.norm_adv_by_std,
-                    drop_zero_variance=cfg.drop_zero_variance_groups, merge=True, tokenizer=engine.tokenizer,
+                    drop_zero_variance=cfg.drop_zero_variance_groups, merge=True, tokenizer=trainer.tokenizer,
                 )
                 metrics: dict[str, float] = {}
                 if any(s.advantage != 0.0 for s in samples) or cfg.kl_coef or cfg.entropy_coef:

@@ -71,7 +71,7 @@ async def test_attach_by_url_speaks_chat_and_maps_errors(fake_server) -> None:
         assert out["prompt_token_ids"] == [1, 2, 3] and out["choices"][0]["token_ids"] == [7, 8]
         assert out["policy_version"] == 0
         sent = calls[-1]["body"]
-        assert sent["return_token_ids"] is True and sent["logprobs"] is True and sent["stream"] is False
+        assert sent["return_token_ids"] is True and sent["logprobs"] is True and not sent.get("stream")
         assert sent["model"] == "policy"
         with pytest.raises(EngineRequestError, match="maximum context length") as bad:
             await engine.chat_completions({"messages": [{"role": "user", "content": "bad"}]})
