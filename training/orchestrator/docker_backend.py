@@ -3,7 +3,9 @@
 - image: the task's ``environment/Dockerfile`` built once per content hash, unpullable
   ``FROM`` images mapped to the local base image (``training.orchestrator.images``); an
   image-only task's ``[environment] docker_image`` is that ``FROM`` (same aliasing);
-  ``[environment] workdir`` overrides the image's WORKDIR;
+  ``[environment] workdir`` overrides the image's WORKDIR; compose tasks run their ``main``
+  service as the sandbox and the other services as sidecars in its network namespace
+  (``training.orchestrator.compose``);
 - runtime: the runner and our package come from the host, bind-mounted read-only at their
   own paths (the Python prefix, the virtualenv, the repo, the harness tools dir), so task
   images need no OpenForge install (they must be glibc-based, like the base image);
@@ -41,11 +43,13 @@ from openforge.settings import get_settings
 from training.orchestrator.backend import SandboxError, SandboxExit, SandboxHandle
 from training.orchestrator.config import get_orchestrator_settings
 from training.orchestrator.follow import RunnerFollower
+from training.orchestrator.compose import ComposeError, ComposePlan, read_compose
 from training.orchestrator.images import (
     ImageBuildError,
     TaskImage,
     build_task_image,
     environment_key,
+    resolve_from,
 )
 from training.orchestrator.layout import (
     SandboxDirs,
@@ -158,7 +162,7 @@ class DockerBackend:
         return os.getuid() or self.settings.sandbox_uid
 
     async def _image(self, task_path: Path, build_timeout: float, docker_image: str | None = None,
-                     workdir: str | None = None) -> tuple[TaskImage, dict[str, str]]:
+                     workdir: str | None = None, ignore_dockerfile: bool = False) -> tuple[TaskImage, dict[str, str]]:
         """The task's image and its configured env; memoized per environment-dir content.
         ``docker_image``: an image-only task's ``[environment] docker_image`` (the image used
         as is, mapped through the alias table when it is not here)."""
@@ -169,7 +173,8 @@ class DockerBackend:
                 image = await self._call(build_task_image, self.client, task_path, base=self.settings.base_image,
                                          aliases=self.settings.image_aliases, timeout=build_timeout,
                                          mounted=tuple(runtime_mounts()), agent_uid=self.agent_uid or None,
-                                         docker_image=docker_image, workdir=workdir)
+                                         docker_image=docker_image, workdir=workdir,
+                                         ignore_dockerfile=ignore_dockerfile)
                 env: dict[str, str] = {}
                 img = await self._call(self.client.images.get, image.tag)
                 for item in (img.attrs.get("Config") or {}).get("Env") or []:
@@ -198,9 +203,20 @@ class DockerBackend:
         from docker.types import Mount
 
         check_supported(task, self.name)
+        compose = None
+        if task.compose_file is not None:
+            try:
+                compose = await asyncio.to_thread(read_compose, task.compose_file)
+            except ComposeError as exc:
+                raise SandboxError(str(exc), kind=ErrorKind.start_failed) from exc
+            if compose.main.dockerfile and not task.dockerfile.is_file():
+                raise SandboxError(f"{task.compose_file}: services.main.build: environment/Dockerfile missing",
+                                   kind=ErrorKind.build_failed)
+        docker_image = compose.main.image if compose is not None and compose.main.image else task.docker_image
         try:
             image, image_env = await self._image(task.path, task.config.environment.build_timeout_sec,
-                                                 task.docker_image, task.config.environment.workdir)
+                                                 docker_image, task.config.environment.workdir,
+                                                 ignore_dockerfile=bool(compose and compose.main.image))
         except ImageBuildError as exc:
             raise SandboxError(str(exc), kind=ErrorKind.build_failed) from exc
         except APIError as exc:
@@ -213,7 +229,8 @@ class DockerBackend:
                              for a, b in image.from_images.items() if a != b]
         oracle = spec.harness == "oracle"
         python = self.settings.sandbox_python or sys.executable
-        workdir = task.config.environment.workdir or image.workdir  # Harbor: [environment] workdir wins
+        # Harbor: [environment] workdir wins, then compose main's working_dir, then the image's.
+        workdir = task.config.environment.workdir or (compose.main.working_dir if compose else None) or image.workdir
         # Root in the container runs the runner, services and verifier; the harness runs as the
         # agent uid (agent jail ``uid``). As anyone but root on the host, everything runs as us.
         jail_uid = self.agent_uid if os.getuid() == 0 and self.agent_uid else None
@@ -246,6 +263,8 @@ class DockerBackend:
             network = "host"
             handle.isolation = "docker+host-net"
         env_cfg = dict(image_env)
+        if compose is not None:
+            env_cfg.update(compose.main.environment)
         if runtime_binaries():
             env_cfg["PATH"] = f"{env_cfg.get('PATH') or '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'}:{RUNTIME_BIN}"
         env = sandbox_env(spec, dockerfile_env=env_cfg, home=env_cfg.get("HOME", "/tmp"))
@@ -268,16 +287,49 @@ class DockerBackend:
             nano_cpus=int(env_cfg_res.cpus * 1e9), pids_limit=DEFAULT_PIDS,
             labels={LABEL: "1", "openforge.rollout": spec.rollout_id},
         )
+        if compose is not None and compose.sidecars:  # their names resolve to main's loopback
+            kwargs["extra_hosts"] = {svc.name: "127.0.0.1" for svc in compose.sidecars}
         try:
             container = await self._call(self.client.containers.create, **kwargs)
             handle.state["container"] = container
             await self._call(container.start)
         except APIError as exc:
             raise SandboxError(f"container start failed: {exc.explanation or exc}", kind=ErrorKind.start_failed) from exc
+        if compose is not None and compose.sidecars:
+            await self._start_sidecars(spec, handle, container, compose)
         handle.timings["start"] = time.monotonic() - t_built
         await self._watch_storage(handle, container, dirs, int(env_cfg_res.storage_mb))
         handle.timings["start_latency"] = time.monotonic() - t0
         return handle
+
+    async def _start_sidecars(self, spec: RolloutSpec, handle: SandboxHandle, main: Any, compose: ComposePlan) -> None:
+        """Compose sidecars in main's network namespace (compose.py); one line on failure."""
+        from docker.errors import APIError, ImageNotFound
+
+        def exists(ref: str) -> bool:
+            try:
+                self.client.images.get(ref)
+                return True
+            except (ImageNotFound, APIError):
+                return False
+
+        sidecars: list[Any] = handle.state.setdefault("sidecars", [])
+        for svc in compose.sidecars:
+            ref = await self._call(resolve_from, svc.image, exists=exists, aliases=self.settings.image_aliases,
+                                   base=self.settings.base_image)
+            if ref != svc.image:
+                handle.notes.append(f"compose service {svc.name}: image {svc.image} -> {ref}")
+            try:
+                side = await self._call(
+                    self.client.containers.create, image=ref, command=svc.command, environment=svc.environment,
+                    working_dir=svc.working_dir, detach=True, network_mode=f"container:{main.id}",
+                    name=f"openforge-{spec.rollout_id}-{svc.name}", security_opt=["no-new-privileges"],
+                    labels={LABEL: "1", "openforge.rollout": spec.rollout_id, "openforge.compose-service": svc.name})
+                sidecars.append(side)
+                await self._call(side.start)
+            except APIError as exc:
+                raise SandboxError(f"compose service {svc.name} ({ref}): {str(exc.explanation or exc).splitlines()[0]}",
+                                   kind=ErrorKind.start_failed) from exc
 
     async def _watch_storage(self, handle: SandboxHandle, container: Any, dirs: SandboxDirs, storage_mb: int) -> None:
         """storage_mb: docker cannot cap a volume or a bind, so a watchdog polls the WORKDIR
@@ -360,6 +412,11 @@ class DockerBackend:
 
     async def cancel(self, handle: SandboxHandle, *, limit: bool = False) -> None:
         handle.state["cancelled"] = not limit
+        for side in handle.state.get("sidecars", []):
+            try:
+                await self._call(side.kill)
+            except Exception as exc:  # noqa: BLE001 - already gone
+                log.debug("kill sidecar of %s: %s", handle.rollout_id, exc)
         container = handle.state.get("container")
         if container is not None:
             try:
@@ -375,6 +432,11 @@ class DockerBackend:
         watchdog: Watchdog | None = handle.state.pop("watchdog", None)
         if watchdog is not None:
             await watchdog.stop()
+        for side in handle.state.pop("sidecars", []):
+            try:
+                await self._call(side.remove, force=True, v=True)
+            except Exception as exc:  # noqa: BLE001 - removed already
+                log.debug("remove sidecar of %s: %s", handle.rollout_id, exc)
         container = handle.state.pop("container", None)
         if container is not None:
             try:

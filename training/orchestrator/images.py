@@ -172,11 +172,12 @@ def agent_user_layer(uid: int, mounted: tuple[str, ...] = ()) -> str:
 
 def build_task_image(client: Any, task_path: Path, *, base: str, aliases: dict[str, str],
                      timeout: float = 600.0, mounted: tuple[str, ...] = (), agent_uid: int | None = None,
-                     docker_image: str | None = None, workdir: str | None = None) -> TaskImage:
+                     docker_image: str | None = None, workdir: str | None = None,
+                     ignore_dockerfile: bool = False) -> TaskImage:
     """Build (or find cached) the image of ``task_path/environment/Dockerfile``. Blocking.
     With ``agent_uid``, a last layer (:func:`agent_user_layer`) readies it for that user.
-    Without a Dockerfile, ``docker_image`` (Harbor's image-only task) is the image, else the
-    base image with WORKDIR /app."""
+    Without a Dockerfile (or with ``ignore_dockerfile``: a compose main service's ``image``),
+    ``docker_image`` (Harbor's image-only task) is the image, else the base image with WORKDIR /app."""
     from docker.errors import APIError, BuildError, ImageNotFound
 
     def exists(ref: str) -> bool:
@@ -189,7 +190,7 @@ def build_task_image(client: Any, task_path: Path, *, base: str, aliases: dict[s
             return False
 
     dockerfile = task_path / "environment" / "Dockerfile"
-    if not dockerfile.is_file() and docker_image:
+    if docker_image and (ignore_dockerfile or not dockerfile.is_file()):
         text = f"FROM {docker_image}\n" + (f"WORKDIR {workdir}\n" if workdir else "")
     elif not dockerfile.is_file():
         text = f"FROM {base}\nWORKDIR /app\n"
