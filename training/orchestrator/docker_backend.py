@@ -67,7 +67,7 @@ from training.orchestrator.runtime import (
     with_relay,
 )
 from training.orchestrator.sandbox_fs import runtime_view
-from training.orchestrator.task_support import check_supported, task_env
+from training.orchestrator.task_support import check_supported, not_honoured, task_env
 
 log = logging.getLogger(__name__)
 
@@ -269,6 +269,7 @@ class DockerBackend:
             env_cfg["PATH"] = f"{env_cfg.get('PATH') or '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'}:{RUNTIME_BIN}"
         env = sandbox_env(spec, dockerfile_env=env_cfg, home=env_cfg.get("HOME", "/tmp"))
         env.update(task_env(task))
+        handle.notes.extend(f"not honoured: {n}" for n in not_honoured(task, self.name))
         env_cfg_res = task.config.environment
         user, caps = None, []
         if jail_uid:

@@ -38,7 +38,7 @@ from training.orchestrator.layout import (
 from training.orchestrator.limits import Limits, SandboxCgroup, Watchdog, detect_mode
 from training.orchestrator.procs import all_sandbox_ids, kill_tree, sandbox_pids
 from training.orchestrator.relay import SANDBOX_RELAY_DIR, HostRelays, loopback_target
-from training.orchestrator.task_support import check_supported, task_env
+from training.orchestrator.task_support import check_supported, not_honoured, task_env
 from training.orchestrator.runtime import (
     runner_command,
     sandbox_env,
@@ -171,7 +171,7 @@ class LocalBackend:
         except OSError as exc:
             raise SandboxError(f"sandbox setup failed: {exc}", kind=ErrorKind.start_failed) from exc
         env.update(task_env(task))
-        handle.notes.extend(f"not honoured: {u}" for u in info.unhonoured)
+        handle.notes.extend(f"not honoured: {u}" for u in [*info.unhonoured, *not_honoured(task, self.name)])
         for note in handle.notes:
             log.info("rollout %s: %s", spec.rollout_id, note)
         res = task.config.environment

@@ -38,6 +38,21 @@ def check_supported(task: TaskDir, backend: str) -> None:
                            f"need the docker backend (--backend docker), not {backend}", kind=ErrorKind.start_failed)
 
 
+def not_honoured(task: TaskDir, backend: str) -> list[str]:
+    """Harbor fields this backend reads but cannot honour, one note each (never silent)."""
+    cfg, notes = task.config, []
+    if cfg.agent.user is not None:
+        notes.append(f"[agent] user = {cfg.agent.user!r}: the agent runs as the sandbox's agent uid")
+    if cfg.verifier.user is not None:
+        notes.append(f"[verifier] user = {cfg.verifier.user!r}: the verifier runs as the runner's user")
+    modes = {cfg.environment.network_mode, cfg.agent.network_mode, cfg.verifier.network_mode} - {None, "no-network"}
+    if modes:
+        notes.append(f"network_mode {sorted(modes)}: sandboxes have no network but the proxy relay")
+    if cfg.environment.gpus and backend != "kubernetes":
+        notes.append(f"[environment] gpus = {cfg.environment.gpus}: no GPUs are given to {backend} sandboxes")
+    return notes
+
+
 def task_env(task: TaskDir) -> dict[str, str]:
     """The sandbox env entry carrying the task's resolved env tables (empty when it has none)."""
     try:

@@ -150,3 +150,12 @@ def test_windows_is_refused_in_one_line() -> None:
     with pytest.raises(TaskDirError, match="environment.os: 'windows' tasks are not supported"):
         load_task(FIXTURES / "windows")
     assert SandboxError  # the backends refuse the same way when handed one (task_support.check_supported)
+
+
+def test_fields_the_backend_cannot_honour_are_noted_not_dropped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENFORGE_TEST_VERIFIER_TOKEN", "x")
+    doc = asyncio.run(rollout_once(str(FIXTURES / "env-and-runtime-fields"), "oracle", backend="local", record=False))
+    assert doc["status"] == "ok" and doc["reward"] == 1.0, doc
+    notes = " | ".join(doc["sandbox_notes"])
+    assert "[agent] user = 'agent'" in notes and "[verifier] user = 'root'" in notes
+    assert "[environment] gpus = 1: no GPUs are given to local sandboxes" in notes
