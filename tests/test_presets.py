@@ -80,3 +80,13 @@ def test_paper_presets_carry_table_a1() -> None:
                p.rollout.timeout_sec, p.train.steps, p.rollout.cpus, p.rollout.memory_mb)
         assert got == row, name
         assert "Table A1" in (p.source or "") and "not found" not in (p.source or "")
+
+
+def test_local_engine_threads_and_context_are_local_engine_keys() -> None:
+    local = load_preset("local")
+    assert local.engine.context_length == 8192  # the react main job: the model's own window
+    assert load_preset("local", {"engine.threads": 1}).engine.threads == 1
+    with pytest.raises(PresetError, match=r"threads: read by engine.kind = 'local' only"):
+        load_preset("local", {"engine.kind": "url", "engine.url": "http://x:1/v1", "engine.threads": 2})
+    with pytest.raises(PresetError, match=r"engine\.threads"):
+        load_preset("local", {"engine.threads": 0})

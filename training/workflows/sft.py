@@ -53,7 +53,8 @@ def sft_train(
     try:
         trainer = LocalTrainer.from_pretrained(resolve_model(str(model_path) if model_path else None),
                                                sft_train_config(preset), device=preset.engine.device,
-                                               db_engine=db, run_id=run_id)
+                                               db_engine=db, run_id=run_id,
+                                               context_length=preset.engine.context_length)
         rng = random.Random(preset.train.seed)
         losses: list[float] = []
         updates = trained = overlong = 0

@@ -307,3 +307,17 @@ async def test_tool_calls_render_and_parse_end_to_end(engine: LocalEngine) -> No
                {"role": "tool", "tool_call_id": tool_call["id"], "content": "a.txt"}]
     follow = await engine.chat_completions({**request, "messages": history, "max_tokens": 1})
     assert follow["prompt_token_ids"][: len(first["prompt_token_ids"]) + len(target)] == first["prompt_token_ids"] + target
+
+
+async def test_engine_runs_its_forward_passes_with_its_own_thread_count(tiny_model_dir: Path) -> None:
+    """``threads`` is the worker's own (torch's thread count is per thread): the engine's
+    passes use it and the caller's thread keeps its count for the trainer."""
+    before = torch.get_num_threads()
+    target = 1 if before > 1 else 2
+    engine = LocalEngine(str(tiny_model_dir), max_batch_size=2, threads=target)
+    try:
+        await engine.chat_completions(body([{"role": "user", "content": "hello"}], max_tokens=2, temperature=0))
+        assert engine._batcher.stats.threads == target
+        assert torch.get_num_threads() == before
+    finally:
+        await engine.aclose()

@@ -37,6 +37,7 @@ import torch
 from transformers.cache_utils import DynamicCache, DynamicLayer
 
 from training.engines.base import EngineError
+from training.engines.local.kv_cache import GrowingLayer, growing_cache
 from training.engines.local.prefix_cache import PrefixCache
 from training.engines.local.sampling import (
     Choice,
@@ -105,12 +106,13 @@ class BatcherStats:
     requests_submitted: int = 0
     requests_done: int = 0
     prefix_reused_tokens: int = 0  # prompt tokens whose KV came from the prefix cache
+    threads: int = 0  # intra-op threads the worker's forward passes run with
 
 
 def _layers(cache: DynamicCache) -> list[DynamicLayer]:
     layers = list(cache.layers)
     for layer in layers:
-        if type(layer) is not DynamicLayer:
+        if type(layer) not in (DynamicLayer, GrowingLayer):
             raise EngineError(
                 f"local engine: cache layer type {type(layer).__name__} cannot be batched "
                 "(only full-attention DynamicLayer caches are supported)",
@@ -145,6 +147,7 @@ class Batcher:
         prefill_token_budget: int = 4096,
         prefix_cache: PrefixCache | None = None,
         name: str = "local-engine",
+        threads: int | None = None,
     ) -> None:
         self.model = model
         self.device = next(model.parameters()).device
@@ -153,6 +156,9 @@ class Batcher:
         self.max_batch_size = max(1, max_batch_size)
         self.prefill_token_budget = prefill_token_budget  # padded tokens per grouped prefill
         self.prefix_cache = prefix_cache
+        #: Intra-op threads of this worker's forward passes (None: torch's process default).
+        #: Thread-local in torch, so the trainer in the same process keeps its own.
+        self.threads = threads
         # transformers 5.x renamed ``past_key_values`` to ``cache``; accept either.
         params = inspect.signature(model.forward).parameters
         self._cache_kw = "cache" if "cache" in params else "past_key_values"
@@ -198,6 +204,9 @@ class Batcher:
 
     # ------------------------------------------------------------------------ worker
     def _run(self) -> None:
+        if self.threads is not None and self.device.type == "cpu":
+            torch.set_num_threads(self.threads)
+        self.stats.threads = torch.get_num_threads()
         while True:
             with self._wake:
                 while not self._queue and not self._rows and not self._closed:
@@ -267,7 +276,7 @@ class Batcher:
             ids[i, width - lengths[i] :] = torch.tensor(request.prompt_ids, device=self.device)
             mask[i, width - lengths[i] :] = 1
         positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
-        cache = DynamicCache(config=self.model.config)
+        cache = growing_cache(self.model.config)
         padded = any(length != width for length in lengths)
         alone = len(group) == 1 and self.prefix_cache is not None
         with self.weights_lock:

@@ -59,6 +59,18 @@ from training.engines.model_store import (
 log = logging.getLogger(__name__)
 
 
+def default_cpu_threads() -> int:
+    """Intra-op threads the engine takes on CPU by default: half the cores, at least one.
+
+    The engine decodes while the rollouts' harnesses, sandboxes and verifiers run on the same
+    cores. A parallel region waits for its slowest thread, so an engine with a thread per
+    core stalls every small decode op whenever a harness process holds one of the cores:
+    on 2 cores with 8 react rollouts running, a decode step took ~2.2 s with 2 threads and
+    ~0.2-0.4 s with 1 (same process, same load; issue 13's note).
+    """
+    return max(1, (os.cpu_count() or 2) // 2)
+
+
 def _default_dtype(device: str) -> torch.dtype:
     if device.startswith("cuda") and torch.cuda.is_available() and torch.cuda.is_bf16_supported():
         return torch.bfloat16
@@ -83,6 +95,7 @@ class LocalEngine:
         context_length: int | None = None,
         prefix_cache_tokens: int = 24576,
         seed: int | None = None,
+        threads: int | None = None,
         model: Any | None = None,
         tokenizer: Any | None = None,
     ) -> None:
@@ -92,7 +105,9 @@ class LocalEngine:
         (default: :data:`DEFAULT_CONTEXT_LENGTH` for the default model, else the model's own
         window); ``max_model_len`` caps what is served. ``context_extension`` is the rope
         parameters set, or None. ``prefix_cache_tokens`` bounds the prompt KV kept for reuse
-        by later prompts with the same head (0: none; see ``prefix_cache``).
+        by later prompts with the same head (0: none; see ``prefix_cache``). ``threads`` is
+        the intra-op thread count of the engine's forward passes on CPU (None: torch's
+        default, every core; see :func:`default_cpu_threads`).
         """
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -122,6 +137,7 @@ class LocalEngine:
             max_batch_size=max_batch_size,
             seed=seed,
             prefix_cache=PrefixCache(max_tokens=prefix_cache_tokens) if prefix_cache_tokens > 0 else None,
+            threads=threads,
         )
 
     def _eos_ids(self) -> set[int]:
