@@ -98,6 +98,16 @@ class EngineConfig(_Section):
     max_batch: int = Field(8, ge=1, description="Concurrent sequences per forward (local engine).")
     device: str = "cpu"
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    threads: int | None = Field(
+        None, ge=1,
+        description="Local engine on CPU: intra-op threads of its forward passes. None: half the cores "
+                    "(at least 1), leaving the rest to the harnesses, sandboxes and verifiers it runs beside.")
+    context_length: int | None = Field(
+        None, ge=256,
+        description="Local engine: tokens of context served. None: the default model at 32k (static YaRN, "
+                    "for third-party harness prompts), any other model at its own window. At or below the "
+                    "model's trained window no extension is applied (short prompts keep the model's own "
+                    "behaviour). The trainer loads with the same positional encoding.")
     tensor_parallel_size: int = Field(1, ge=1, description="vLLM only.")
     gpu_memory_utilization: float | None = Field(None, gt=0, le=1, description="vLLM only.")
     tool_call_parser: str | None = Field(None, description="vLLM only: --tool-call-parser (None: hermes, the "
@@ -114,7 +124,9 @@ class EngineConfig(_Section):
             stray += ["tensor_parallel_size"] if self.tensor_parallel_size != 1 else []
             if stray:
                 raise ValueError(f"{', '.join(stray)}: not read by engine.kind = 'local' (vLLM / url settings)")
-        elif self.kind == "url" and not self.url:
+        elif self.threads is not None:
+            raise ValueError(f"threads: read by engine.kind = 'local' only (this engine is {self.kind!r})")
+        if self.kind == "url" and not self.url:
             raise ValueError("engine.kind = 'url' needs engine.url")
         return self
 

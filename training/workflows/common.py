@@ -45,6 +45,7 @@ def local_engine(preset: Preset, model_path: str | Path | None) -> Any:
         raise CompositionError(f"preset {preset.name!r}: engine.device = {preset.engine.device!r} but torch "
                                f"{torch.__version__} sees no CUDA device here; use --set engine.device=cpu")
     from training.engines.local import LocalEngine  # noqa: PLC0415 - loads torch
+    from training.engines.local.engine import default_cpu_threads  # noqa: PLC0415
 
     path = model_path or preset.engine.model_path
     return LocalEngine(
@@ -53,6 +54,8 @@ def local_engine(preset: Preset, model_path: str | Path | None) -> Any:
         dtype=getattr(torch, preset.engine.dtype),
         max_batch_size=preset.engine.max_batch,
         seed=preset.train.seed,
+        context_length=preset.engine.context_length,
+        threads=(preset.engine.threads or default_cpu_threads()) if preset.engine.device == "cpu" else None,
     )
 
 
