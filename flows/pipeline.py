@@ -12,6 +12,7 @@ SFT weights again as "SFT+RL".
 
 from __future__ import annotations
 
+import math
 import time
 
 from prefect import flow
@@ -27,9 +28,22 @@ STAGES = ("synthesize RL tasks", "synthesize SFT tasks", "distill", "SFT", "eval
           "GRPO", "evaluate SFT+RL")
 
 
-def _stage_row(stage_name: str, report, updates: int | None, samples: int | None, note: str = "") -> dict:  # noqa: ANN001
-    return {"stage": stage_name, "n": report.samples, "mean_reward": round(report.mean_reward, 4),
-            "stderr": round(report.stderr, 4), "updates": updates, "samples_trained": samples, "note": note}
+def _stage_row(stage_name: str, report, updates: int | None, samples: int | None, note: str = "",  # noqa: ANN001
+               previous=None) -> dict:  # noqa: ANN001
+    row = {"stage": stage_name, "n": report.samples, "mean_reward": round(report.mean_reward, 4),
+           "stderr": round(report.stderr, 4), "updates": updates, "samples_trained": samples, "note": note}
+    if previous is not None:
+        row.update(step_up(previous, report))
+    return row
+
+
+def step_up(before, after) -> dict:  # noqa: ANN001 - EvalReport (loads torch)
+    """The gain of ``after`` over ``before`` with its standard error: the two evaluations are
+    independent rollouts, so SE(Δ) = √(SE_before² + SE_after²) (conservative: it ignores that
+    both ran on the same held-out tasks). ``clear`` is Δ > 2·SE(Δ)."""
+    gain = after.mean_reward - before.mean_reward
+    se = math.sqrt(before.stderr**2 + after.stderr**2)
+    return {"gain": round(gain, 4), "gain_se": round(se, 4), "clear": bool(gain > 2 * se)}
 
 
 @flow(name="pipeline")
@@ -68,11 +82,12 @@ async def pipeline_flow(params: PipelineParams = PipelineParams()) -> dict:
         _stage_row("base", evals["base"], None, None, "the starting policy"),
         _stage_row("sft", evals["sft"], sft.updates, sft.examples_trained,
                    f"{sft.examples} examples from {distilled.kept_trajectories} teacher successes"
-                   + (f", {sft.overlong_dropped} dropped as overlong" if sft.overlong_dropped else "")),
+                   + (f", {sft.overlong_dropped} dropped as overlong" if sft.overlong_dropped else ""),
+                   previous=evals["base"]),
         _stage_row("sft+rl", evals["sft+rl"], rl.updates if rl else 0, rl.samples_trained if rl else 0,
                    (f"{len(rl.steps)} GRPO steps, {sum(s.zero_variance_groups for s in rl.steps)} of "
                     f"{sum(s.groups for s in rl.steps)} groups zero-variance") if rl
-                   else "GRPO skipped (rl_steps = 0): these are the SFT weights"),
+                   else "GRPO skipped (rl_steps = 0): these are the SFT weights", previous=evals["sft"]),
     ]
     summary = {
         "seconds": time.perf_counter() - t0,

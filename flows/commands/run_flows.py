@@ -92,10 +92,12 @@ def pipeline_cmd(
         _emit(summary, True)
         return
     table = Table(title="OpenForge pipeline: held-out reward (react harness), mean ± standard error over n rollouts")
-    for column in ("stage", "n", "mean ± SE", "updates", "samples trained", "note"):
+    for column in ("stage", "n", "mean ± SE", "gain ± SE", "> 2 SE", "updates", "samples trained", "note"):
         table.add_column(column, justify="left" if column in ("stage", "note") else "right")
     for row in summary["stages"]:
-        table.add_row(row["stage"], str(row["n"]), f"{row['mean_reward']:.3f} ± {row['stderr']:.3f}",
+        gain = f"{row['gain']:+.3f} ± {row['gain_se']:.3f}" if "gain" in row else "-"
+        table.add_row(row["stage"], str(row["n"]), f"{row['mean_reward']:.3f} ± {row['stderr']:.3f}", gain,
+                      ("yes" if row["clear"] else "no") if "gain" in row else "-",
                       "-" if row["updates"] is None else str(row["updates"]),
                       "-" if row["samples_trained"] is None else str(row["samples_trained"]), row["note"])
     console.print(table)

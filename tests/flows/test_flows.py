@@ -51,6 +51,10 @@ def test_pipeline_flow_runs_every_stage_on_a_tiny_policy(prefect_harness, openfo
     rows = {r["stage"]: r for r in summary["stages"]}
     assert set(rows) == {"base", "sft", "sft+rl"} and all(r["n"] == 2 for r in rows.values())
     assert rows["sft+rl"]["updates"] == 0 and "GRPO skipped" in rows["sft+rl"]["note"]
+    assert "gain" not in rows["base"]
+    for later, earlier in (("sft", "base"), ("sft+rl", "sft")):  # each step's gain over the one before
+        assert rows[later]["gain"] == pytest.approx(rows[later]["mean_reward"] - rows[earlier]["mean_reward"], abs=1e-3)
+        assert rows[later]["clear"] == (rows[later]["gain"] > 2 * rows[later]["gain_se"])
     assert Path(summary["radar_png"]).stat().st_size > 1000
     keys = asyncio.run(_artifact_keys())
     assert {"pipeline-summary", "pipeline-report", "evaluation", "behaviour"} <= keys
@@ -77,3 +81,14 @@ def test_grpo_without_reward_variance_makes_no_update_and_fails_clearly(openforg
                              out_dir=tmp_path / "run"))
     assert [s.updates for s in steps] == [0, 0] and all(s.zero_variance_groups == s.groups == 1 for s in steps)
     assert not (tmp_path / "run" / "checkpoint").exists()
+
+
+def test_step_up_is_the_gain_with_the_standard_error_of_a_difference() -> None:
+    from types import SimpleNamespace
+
+    from flows.pipeline import step_up
+
+    before, after = SimpleNamespace(mean_reward=0.40, stderr=0.03), SimpleNamespace(mean_reward=0.52, stderr=0.04)
+    up = step_up(before, after)
+    assert up["gain"] == pytest.approx(0.12) and up["gain_se"] == pytest.approx(0.05) and up["clear"] is True
+    assert step_up(before, SimpleNamespace(mean_reward=0.49, stderr=0.04))["clear"] is False  # 0.09 < 2 x 0.05
