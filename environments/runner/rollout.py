@@ -172,79 +172,114 @@ async def run_rollout(opts: RunnerOptions, emit: Callable[[str], None] = _print_
             except HealthcheckError as exc:
                 raise _Stop(Outcome.infra_error, ErrorKind.start_failed, str(exc)) from None
 
-        # -- agent ---------------------------------------------------------------------
-        home = Path(tempfile.mkdtemp(prefix="openforge-harness-home-"))
-        jail.hand_over([home, opts.logs_dir / "agent"])
-        ctx = HarnessContext(
-            instruction=(opts.task_dir / "instruction.md").read_text(encoding="utf-8"),
-            task_dir=opts.task_dir, workspace=opts.workspace, logs_dir=opts.logs_dir / "agent", home=home,
-            base_url=opts.base_url, token=opts.token, model=opts.model, options=opts.harness_options,
-            solution_dir=opts.solution_dir, tools=load_tools_file(opts.task_dir / "environment" / "tools.json"),
-            services_url=services_url, skills=load_skills(services), env={},
-        )
-        try:
-            plan = harness.plan(ctx)
-        except HarnessMissing as exc:
-            raise _Stop(Outcome.infra_error, ErrorKind.harness_missing, str(exc)) from None
-        except HarnessConfigError as exc:
-            raise _Stop(Outcome.infra_error, ErrorKind.start_failed, str(exc)) from None
-        if harness.uses_model and not opts.base_url:
-            log.warning("harness %s runs without a base URL (no proxy given)", harness.name)
-        log.info("harness %s: %s", harness.name, plan.argv[:3])
-        harness_env = {**env, **plan.env, **jail.env}
-        if harness.name == "oracle":  # [solution].env belongs to the oracle's solve.sh
-            harness_env.update(phases.get("solution", {}))
-        argv = jail.wrap(plan.argv, home=home, env_home=harness_env.get("HOME"))
-        try:
-            result = await run_process(argv, env=harness_env, cwd=plan.cwd or opts.workspace,
-                                       log_path=agent_log, timeout=agent_timeout, user=jail.user)
-        except OSError as exc:  # exec failed: binary vanished, not executable, ...
-            raise _Stop(Outcome.infra_error, ErrorKind.harness_crash, f"harness {harness.name}: {exc}") from None
-        # Nothing the agent started may outlive its phase (daemons, setsid, double forks).
-        try:
-            left = await jail.empty()
-        except JailError as exc:
-            raise _Stop(Outcome.infra_error, ErrorKind.start_failed, str(exc)) from None
-        if left:
-            log.info("agent jail: killed %d process(es) left after the harness", left)
-        shutil.rmtree(home, ignore_errors=True)
-        home = None
-        # The rollout token is revoked for model calls from here on (the report still goes in).
-        if opts.base_url and opts.token and not await post_agent_done(opts.base_url, opts.token):
-            log.warning("the proxy did not acknowledge agent-done; the token was not revoked")
-        timings["agent"] = round(result.seconds, 3)
-        verdict = classify_exit(harness.name, result.returncode, result.timed_out, tail(agent_log, 20_000),
-                                opts.logs_dir / "agent" / OUTCOME_FILE)
-        if not verdict.proceed:
-            raise _Stop(verdict.status, verdict.error_kind or ErrorKind.harness_crash, verdict.error or "")
-        if result.timed_out:
-            report.error = f"agent timed out after {agent_timeout:g}s; workspace verified as left"
+        steps = list(cfg.steps or [])
+        if steps and cfg.verifier.mode == "separate":
+            raise _Stop(Outcome.infra_error, ErrorKind.start_failed,
+                        "multi-step tasks with [verifier] environment_mode = 'separate' are not run yet")
+        step_rewards: dict[str, dict[str, float]] = {}
+        for index, step in enumerate(steps or [None]):
+            name = step.name if step is not None else None
+            last = index == max(len(steps), 1) - 1
+            instruction_path, solution_dir = opts.task_dir / "instruction.md", opts.solution_dir
+            step_agent_timeout, step_verifier_timeout = agent_timeout, verifier_timeout
+            if step is not None:
+                instruction_path = opts.task_dir / "steps" / step.name / "instruction.md"
+                solution_dir = opts.solution_dir / "steps" / step.name if opts.solution_dir else None
+                step_agent_timeout = opts.agent_timeout or step.agent.timeout_sec or cfg.agent.timeout_sec
+                if not opts.verifier_timeout and "timeout_sec" in step.verifier.model_fields_set:
+                    step_verifier_timeout = step.verifier.timeout_sec
+            key = f"_{name}" if name else ""
 
-        # -- verifier ------------------------------------------------------------------
-        if cfg.verifier.mode == "separate":
-            # A fresh verifier sandbox gets the artifacts; no tests come into this one.
-            copied = await asyncio.to_thread(hand_over_artifacts, opts.workspace, opts.logs_dir,
-                                             list(cfg.verifier.artifacts))
-            report.checks = {"separate_verifier": {"artifacts": len(copied)}}
-            return report
-        emit(PHASE_PREFIX + "agent_done")
-        try:
-            timings["wait_tests"] = round(await wait_for_tests(opts.tests_dir, verifier_timeout), 3)
-            t = time.monotonic()
-            # The verifier's own HOME and TMPDIR: nothing the agent wrote is on its paths.
-            verifier_home = Path(tempfile.mkdtemp(prefix="openforge-verifier-home-"))
-            verifier_env = {**env, **phases.get("verifier", {}), "HOME": str(verifier_home),
-                            "TMPDIR": str(verifier_home), "PYTHONNOUSERSITE": "1"}
+            # -- agent -----------------------------------------------------------------
+            home = Path(tempfile.mkdtemp(prefix="openforge-harness-home-"))
+            jail.hand_over([home, opts.logs_dir / "agent"])
+            ctx = HarnessContext(
+                instruction=instruction_path.read_text(encoding="utf-8"),
+                task_dir=opts.task_dir, workspace=opts.workspace, logs_dir=opts.logs_dir / "agent", home=home,
+                base_url=opts.base_url, token=opts.token, model=opts.model, options=opts.harness_options,
+                solution_dir=solution_dir, tools=load_tools_file(opts.task_dir / "environment" / "tools.json"),
+                services_url=services_url, skills=load_skills(services), env={},
+            )
             try:
-                v = await run_verifier(opts.tests_dir, env=verifier_env, cwd=opts.workspace,
-                                       verifier_logs=opts.logs_dir / "verifier", timeout=verifier_timeout)
-            finally:
-                timings["verifier"] = round(time.monotonic() - t, 3)
-        except VerifierError as exc:
-            raise _Stop(Outcome.infra_error, ErrorKind.verifier_error, str(exc)) from None
-        report.reward = v.reward
-        report.checks = v.checks
-        report.metrics = v.metrics
+                plan = harness.plan(ctx)
+            except HarnessMissing as exc:
+                raise _Stop(Outcome.infra_error, ErrorKind.harness_missing, str(exc)) from None
+            except HarnessConfigError as exc:
+                raise _Stop(Outcome.infra_error, ErrorKind.start_failed, str(exc)) from None
+            if harness.uses_model and not opts.base_url:
+                log.warning("harness %s runs without a base URL (no proxy given)", harness.name)
+            log.info("harness %s%s: %s", harness.name, f" (step {name})" if name else "", plan.argv[:3])
+            harness_env = {**env, **plan.env, **jail.env}
+            if harness.name == "oracle":  # [solution].env belongs to the oracle's solve.sh
+                harness_env.update(phases.get("solution", {}))
+            argv = jail.wrap(plan.argv, home=home, env_home=harness_env.get("HOME"))
+            try:
+                result = await run_process(argv, env=harness_env, cwd=plan.cwd or opts.workspace,
+                                           log_path=agent_log, timeout=step_agent_timeout, user=jail.user)
+            except OSError as exc:  # exec failed: binary vanished, not executable, ...
+                raise _Stop(Outcome.infra_error, ErrorKind.harness_crash, f"harness {harness.name}: {exc}") from None
+            # Nothing the agent started may outlive its phase (daemons, setsid, double forks).
+            try:
+                left = await jail.empty()
+            except JailError as exc:
+                raise _Stop(Outcome.infra_error, ErrorKind.start_failed, str(exc)) from None
+            if left:
+                log.info("agent jail: killed %d process(es) left after the harness", left)
+            shutil.rmtree(home, ignore_errors=True)
+            home = None
+            # The rollout token is revoked for model calls from here on (the report still goes in);
+            # a multi-step task keeps it until its last step's agent is done.
+            if last and opts.base_url and opts.token and not await post_agent_done(opts.base_url, opts.token):
+                log.warning("the proxy did not acknowledge agent-done; the token was not revoked")
+            timings[f"agent{key}"] = round(result.seconds, 3)
+            verdict = classify_exit(harness.name, result.returncode, result.timed_out, tail(agent_log, 20_000),
+                                    opts.logs_dir / "agent" / OUTCOME_FILE)
+            if not verdict.proceed:
+                raise _Stop(verdict.status, verdict.error_kind or ErrorKind.harness_crash, verdict.error or "")
+            if result.timed_out:
+                report.error = f"agent timed out after {step_agent_timeout:g}s; workspace verified as left"
+
+            # -- verifier --------------------------------------------------------------
+            if cfg.verifier.mode == "separate":
+                # A fresh verifier sandbox gets the artifacts; no tests come into this one.
+                copied = await asyncio.to_thread(hand_over_artifacts, opts.workspace, opts.logs_dir,
+                                                 list(cfg.verifier.artifacts))
+                report.checks = {"separate_verifier": {"artifacts": len(copied)}}
+                return report
+            if name is not None:  # the previous step's tests go before this step's come in
+                (opts.tests_dir / "test.sh").unlink(missing_ok=True)
+            emit(PHASE_PREFIX + "agent_done" + (f" step={name}" if name else ""))
+            try:
+                timings[f"wait_tests{key}"] = round(await wait_for_tests(opts.tests_dir, step_verifier_timeout), 3)
+                t = time.monotonic()
+                # The verifier's own HOME and TMPDIR: nothing the agent wrote is on its paths.
+                verifier_home = Path(tempfile.mkdtemp(prefix="openforge-verifier-home-"))
+                verifier_env = {**env, **phases.get("verifier", {}), "HOME": str(verifier_home),
+                                "TMPDIR": str(verifier_home), "PYTHONNOUSERSITE": "1"}
+                try:
+                    v = await run_verifier(opts.tests_dir, env=verifier_env, cwd=opts.workspace,
+                                           verifier_logs=opts.logs_dir / "verifier", timeout=step_verifier_timeout)
+                finally:
+                    timings[f"verifier{key}"] = round(time.monotonic() - t, 3)
+                    shutil.rmtree(verifier_home, ignore_errors=True)
+                    verifier_home = None
+            except VerifierError as exc:
+                raise _Stop(Outcome.infra_error, ErrorKind.verifier_error,
+                            (f"step {name}: " if name else "") + str(exc)) from None
+            if step is None:
+                report.reward = v.reward
+                report.checks = v.checks
+                report.metrics = v.metrics
+                break
+            step_rewards[step.name] = {**v.metrics, "reward": v.reward}
+            await asyncio.to_thread(_keep_step_verifier_logs, opts.logs_dir / "verifier", step.name)
+            if not last and not _meets(step.min_reward, step_rewards[step.name]):
+                log.info("step %s below min_reward %s: the remaining steps are skipped", step.name, step.min_reward)
+                break
+        if steps:
+            report.metrics = combine_step_rewards(list(step_rewards.values()), cfg.multi_step_reward_strategy or "mean")
+            report.reward = report.metrics.get("reward", 0.0)
+            report.checks = {"steps": step_rewards}
         if cfg.artifacts:
             try:
                 copied = await asyncio.to_thread(collect_task_artifacts, list(cfg.artifacts), workspace=opts.workspace,
@@ -274,6 +309,36 @@ async def run_rollout(opts: RunnerOptions, emit: Callable[[str], None] = _print_
         timings["total"] = round(time.monotonic() - start, 3)
         report.timings = timings
     return report
+
+
+def _meets(threshold: float | dict[str, float] | None, rewards: dict[str, float]) -> bool:
+    """Harbor's ``min_reward``: a float gates ``reward``; a dict gates each key (missing: -inf)."""
+    if threshold is None:
+        return True
+    if isinstance(threshold, dict):
+        return all(rewards.get(k, float("-inf")) >= v for k, v in threshold.items())
+    return rewards.get("reward", float("-inf")) >= threshold
+
+
+def combine_step_rewards(results: list[dict[str, float]], strategy: str) -> dict[str, float]:
+    """Harbor's ``multi_step_reward_strategy``: ``final`` = the last verified step's rewards;
+    ``mean`` = per-key means over the verified steps (a key a step lacks counts 0)."""
+    if not results:
+        return {"reward": 0.0}
+    if strategy == "final":
+        return dict(results[-1])
+    keys = sorted({k for r in results for k in r})
+    return {k: sum(r.get(k, 0.0) for r in results) / len(results) for k in keys}
+
+
+def _keep_step_verifier_logs(verifier_logs: Path, step: str) -> None:
+    """A step's verifier outputs under ``<logs>/verifier/steps/<step>/`` (the next step's
+    verifier starts from a clean reward.txt / reward.json)."""
+    dest = verifier_logs / "steps" / step
+    dest.mkdir(parents=True, exist_ok=True)
+    for entry in verifier_logs.iterdir():
+        if entry.name != "steps" and entry.is_file():
+            shutil.copy2(entry, dest / entry.name)
 
 
 def report_line(report: RunnerReport) -> str:

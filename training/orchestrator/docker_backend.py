@@ -375,10 +375,10 @@ class DockerBackend:
                     loop.call_soon_threadsafe(queue.put_nowait, buf.decode("utf-8", errors="replace"))
                 loop.call_soon_threadsafe(queue.put_nowait, _END)
 
-        async def agent_done() -> None:
+        async def agent_done(step: str | None = None) -> None:
             # Tests stay ours (root's): the agent uid cannot write them (its processes are gone
             # by now anyway: the runner emptied the jail before saying agent_done).
-            await asyncio.to_thread(copy_tests, task_dir, dirs.tests)
+            await asyncio.to_thread(copy_tests, task_dir, dirs.tests, step=step)
 
         follower = RunnerFollower(dirs.runner_log, agent_done)
         pump_future = loop.run_in_executor(self._pool, pump)

@@ -44,6 +44,10 @@ class RunnerFollower:
         if stripped == PHASE_AGENT_DONE and self.agent_done_at is None:
             self.agent_done_at = loop.time()
             await self._on_agent_done()
+        elif stripped.startswith(PHASE_AGENT_DONE + " step="):  # a multi-step task's step is done
+            if self.agent_done_at is None:
+                self.agent_done_at = loop.time()
+            await self._on_agent_done(stripped.split("step=", 1)[1])  # type: ignore[call-arg]
         elif stripped.startswith(RUNNER_REPORT_PREFIX.strip()):
             payload = stripped[len(RUNNER_REPORT_PREFIX.strip()):].strip()
             try:

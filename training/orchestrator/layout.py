@@ -70,24 +70,38 @@ def lay_out(base: Path, task_dir: Path, harness: str) -> SandboxDirs:
         shutil.rmtree(dirs.sandbox)
     for d in (dirs.workspace, dirs.tests, dirs.home, dirs.files, dirs.logs / "agent", dirs.logs / "verifier"):
         d.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(
-        task_dir,
-        dirs.task,
-        ignore=lambda src, names: [n for n in names if Path(src) == task_dir and n in HIDDEN_TASK_ENTRIES]
-        + [n for n in names if n in ("__pycache__", ".git")],
-    )
+    steps = task_dir / "steps"
+
+    def hidden(src: str, names: list[str]) -> list[str]:
+        here = Path(src)
+        top = here == task_dir or here.parent == steps  # a multi-step task's steps/<name>/ too
+        return [n for n in names if top and n in HIDDEN_TASK_ENTRIES] + [n for n in names if n in ("__pycache__", ".git")]
+
+    shutil.copytree(task_dir, dirs.task, ignore=hidden)
     if harness in ORACLE_HARNESSES and (task_dir / "solution").is_dir():
         shutil.copytree(task_dir / "solution", dirs.solution)
     else:
         dirs.solution.mkdir()
+    if harness in ORACLE_HARNESSES and steps.is_dir():  # each step's oracle at solution/steps/<name>/
+        for step in sorted(p for p in steps.iterdir() if (p / "solution").is_dir()):
+            shutil.copytree(step / "solution", dirs.solution / "steps" / step.name)
     return dirs
 
 
-def copy_tests(task_dir: Path, dest: Path, *, owner: int | None = None) -> None:
+def copy_tests(task_dir: Path, dest: Path, *, owner: int | None = None, step: str | None = None) -> None:
     """Copy the task's tests into ``dest`` with ``test.sh`` appearing last and atomically
     (the runner starts the verifier as soon as it sees ``test.sh``); with ``owner``, every
-    file is handed over to that uid before ``test.sh`` appears (:func:`hand_over`)."""
+    file is handed over to that uid before ``test.sh`` appears (:func:`hand_over`). With
+    ``step`` (a multi-step task): ``steps/<step>/tests`` (else the shared ``tests/``), and
+    ``dest`` emptied first (the previous step's tests go)."""
     src = task_dir / "tests"
+    if step is not None:
+        own = task_dir / "steps" / step / "tests"
+        if own.resolve().parent.parent.parent == task_dir.resolve() and own.is_dir():
+            src = own
+        if dest.is_dir():
+            for entry in dest.iterdir():
+                shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
     if not src.is_dir():
         return
     dest.mkdir(parents=True, exist_ok=True)

@@ -297,8 +297,8 @@ class LocalBackend:
         task_dir: Path = handle.state["task_dir"]
         t0 = time.monotonic()
 
-        async def agent_done() -> None:
-            await asyncio.to_thread(copy_tests, task_dir, dirs.tests)
+        async def agent_done(step: str | None = None) -> None:
+            await asyncio.to_thread(copy_tests, task_dir, dirs.tests, step=step)
 
         follower = RunnerFollower(dirs.runner_log, agent_done)
         handle.state["follower"] = follower

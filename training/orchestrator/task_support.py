@@ -3,7 +3,8 @@
 - ``[environment] docker_image`` without a Dockerfile (image-only) and
   ``environment/docker-compose.yaml`` (compose) tasks need a container engine: the docker
   backend runs them; the others refuse in one line saying so.
-- multi-step tasks (``[[steps]]``) are refused in one line on every backend (not run yet).
+- multi-step tasks (``[[steps]]``) run on local and docker (each step's tests copied on the
+  runner's ``agent_done step=<name>`` line); Kubernetes refuses them in one line.
 - ``[environment].env`` / ``[verifier].env`` / ``[solution].env`` are resolved on the host
   (``${VAR}``, ``${VAR:-default}``) and handed to the runner (``envvars.PHASE_ENV``).
 """
@@ -17,6 +18,8 @@ from training.orchestrator.backend import SandboxError
 
 #: Backends with a container engine for image-only / compose tasks.
 CONTAINER_BACKENDS = ("docker",)
+#: Backends whose runner protocol copies each step's tests (``agent_done step=<name>``).
+MULTI_STEP_BACKENDS = ("local", "docker")
 
 
 def check_supported(task: TaskDir, backend: str) -> None:
@@ -25,9 +28,9 @@ def check_supported(task: TaskDir, backend: str) -> None:
     if cfg.environment.os == "windows":
         raise SandboxError(f"{task.path}: [environment] os = 'windows': Windows tasks are not supported "
                            "(OpenForge sandboxes run Linux)", kind=ErrorKind.start_failed)
-    if cfg.steps:
-        raise SandboxError(f"{task.path}: [[steps]]: multi-step tasks are not run yet by any backend "
-                           f"({len(cfg.steps)} steps)", kind=ErrorKind.start_failed)
+    if cfg.steps and backend not in MULTI_STEP_BACKENDS:
+        raise SandboxError(f"{task.path}: [[steps]]: multi-step tasks run on the local and docker backends, "
+                           f"not {backend}", kind=ErrorKind.start_failed)
     if backend in CONTAINER_BACKENDS:
         return
     if task.compose_file is not None and not task.dockerfile.is_file():

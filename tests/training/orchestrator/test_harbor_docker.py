@@ -67,3 +67,9 @@ def test_unsupported_compose_is_one_line(tmp_path: Path) -> None:
     doc = json.loads(run.stdout.strip().splitlines()[-1])
     assert doc["status"] == "infra_error" and "services.api.build: sidecars built from source are not supported" \
         in doc["error"], doc
+
+
+def test_multi_step_on_docker() -> None:
+    run = _cli("rollout", str(FIXTURES / "multi-step"), "--harness", "oracle", "--backend", "docker", "--json")
+    doc = json.loads(run.stdout.strip().splitlines()[-1])
+    assert (doc["status"], doc["reward"]) == ("ok", 1.0) and set(doc["checks"]["steps"]) == {"write", "append"}, doc

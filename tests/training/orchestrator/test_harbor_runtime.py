@@ -1,7 +1,8 @@
 """Harbor runtime semantics on the real local backend (issue 16): env tables resolved on the
 host and given only to the phase that owns them (never written to the task dir or the DB),
 the healthcheck before the agent, artifacts collected into the rollout's logs, and one-line
-refusals for what the backend cannot run (image-only, compose, multi-step, Windows)."""
+refusals for what the backend cannot run (image-only, compose, Windows), multi-step tasks
+run step by step with ``multi_step_reward_strategy`` and ``min_reward``."""
 
 from __future__ import annotations
 
@@ -123,7 +124,6 @@ def test_unhealthy_environment_fails_before_the_agent(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("name", "why"), [
     ("image-only", "image-only tasks need the docker backend (--backend docker), not local"),
-    ("multi-step", "[[steps]]: multi-step tasks are not run yet"),
 ])
 def test_what_local_cannot_run_is_refused_in_one_line(name: str, why: str, tmp_path: Path) -> None:
     doc = asyncio.run(rollout_once(str(FIXTURES / name), "oracle", backend="local", record=False))
@@ -159,3 +159,37 @@ def test_fields_the_backend_cannot_honour_are_noted_not_dropped(tmp_path: Path, 
     notes = " | ".join(doc["sandbox_notes"])
     assert "[agent] user = 'agent'" in notes and "[verifier] user = 'root'" in notes
     assert "[environment] gpus = 1: no GPUs are given to local sandboxes" in notes
+
+
+def test_multi_step_task_runs_step_by_step(tmp_path: Path) -> None:
+    oracle = asyncio.run(rollout_once(str(FIXTURES / "multi-step"), "oracle", backend="local", record=False))
+    assert (oracle["status"], oracle["reward"]) == ("ok", 1.0), oracle
+    assert oracle["checks"]["steps"] == {"write": {"reward": 1.0}, "append": {"reward": 1.0}}
+    logs = Path(oracle["logs_dir"])
+    assert (logs / "verifier" / "steps" / "write" / "reward.txt").read_text().strip() == "1"
+    assert {"runner_agent_write", "runner_agent_append"} <= set(oracle["timings"])
+    noop = asyncio.run(rollout_once(str(FIXTURES / "multi-step"), "noop", backend="local", record=False))
+    # step "write" scores 0 < min_reward 1.0: "append" never runs; the mean is over the verified steps
+    assert (noop["status"], noop["reward"]) == ("ok", 0.0) and list(noop["checks"]["steps"]) == ["write"], noop
+
+
+def test_multi_step_mean_and_final(tmp_path: Path) -> None:
+    task = tmp_path / "ms"
+    shutil.copytree(FIXTURES / "multi-step", task)
+    # the second step's oracle does nothing: mean 0.5, final 0.0
+    (task / "steps" / "append" / "solution" / "solve.sh").write_text("#!/bin/bash\ntrue\n")
+    doc = asyncio.run(rollout_once(str(task), "oracle", backend="local", record=False))
+    assert doc["reward"] == 0.5 and doc["metrics"] == {"reward": 0.5}, doc
+    toml = task / "task.toml"
+    toml.write_text(toml.read_text().replace('multi_step_reward_strategy = "mean"', 'multi_step_reward_strategy = "final"'))
+    assert asyncio.run(rollout_once(str(task), "oracle", backend="local", record=False))["reward"] == 0.0
+
+
+def test_step_tests_and_solutions_are_hidden_from_the_agent(tmp_path: Path) -> None:
+    from training.orchestrator.layout import lay_out
+
+    dirs = lay_out(tmp_path / "sb", FIXTURES / "multi-step", "oracle")
+    assert (dirs.task / "steps" / "write" / "instruction.md").is_file()
+    assert not (dirs.task / "steps" / "write" / "tests").exists()
+    assert not (dirs.task / "steps" / "write" / "solution").exists()
+    assert (dirs.solution / "steps" / "write" / "solve.sh").is_file()
