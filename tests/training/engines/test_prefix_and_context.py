@@ -45,6 +45,33 @@ async def test_a_shared_head_is_reused_and_logprobs_match_a_cold_prefill(cached_
     assert [e["logprob"] for e in choice["logprobs"]["content"]] == pytest.approx(expected, abs=2e-4)
 
 
+async def test_identical_prompts_waiting_together_are_prefilled_once_and_feed_the_prefix_cache(
+        cached_engine: LocalEngine, tiny_model_dir: Path) -> None:
+    """A GRPO group's first calls (one task, one harness: the same prompt) cost one prefill,
+    and the next call of each rollout reuses that prompt's KV."""
+    import asyncio
+
+    first = [{"role": "system", "content": HEAD}, {"role": "user", "content": "what is the answer?"}]
+    stats = cached_engine.stats
+    with cached_engine._batcher.weights_lock:  # hold the worker so the four wait together
+        calls = [asyncio.create_task(cached_engine.chat_completions(body(first, max_tokens=4, temperature=0.9, seed=i)))
+                 for i in range(4)]
+        while stats.requests_submitted < 4:
+            await asyncio.sleep(0.005)
+    outs = [await c for c in calls]
+    prompt_len = len(outs[0]["prompt_token_ids"])
+    assert stats.prompt_tokens == 4 * prompt_len
+    assert stats.prefilled_tokens < 2 * prompt_len, "identical waiting prompts were prefilled more than once"
+    for i, out in enumerate(outs):  # each row still samples on its own, from the right distribution
+        choice = out["choices"][0]
+        expected = teacher_forced(tiny_model_dir, out["prompt_token_ids"], choice["token_ids"], 0.9)
+        assert [e["logprob"] for e in choice["logprobs"]["content"]] == pytest.approx(expected, abs=2e-4), i
+    later = [*first, {"role": "assistant", "content": "the answer is"}, {"role": "user", "content": "hello world"}]
+    before = stats.prefix_reused_tokens
+    await cached_engine.chat_completions(body(later, max_tokens=2, temperature=0))
+    assert stats.prefix_reused_tokens - before >= prompt_len - 1
+
+
 async def test_a_weights_update_invalidates_the_stored_prefixes(cached_engine: LocalEngine) -> None:
     msgs = [{"role": "system", "content": HEAD}, {"role": "user", "content": "hi"}]
     await cached_engine.chat_completions(body(msgs, max_tokens=2, temperature=0))

@@ -106,6 +106,7 @@ class BatcherStats:
     requests_submitted: int = 0
     requests_done: int = 0
     prefix_reused_tokens: int = 0  # prompt tokens whose KV came from the prefix cache
+    prefilled_tokens: int = 0  # prompt tokens run through the model (distinct prompts, cache misses)
     threads: int = 0  # intra-op threads the worker's forward passes run with
 
 
@@ -265,20 +266,30 @@ class Batcher:
                         request.future.set_exception(EngineError(f"local engine prefill failed: {exc}", status_code=500))
 
     def _prefill(self, group: list[GenerationRequest]) -> None:
-        """One forward pass over the group's prompts, left-padded; join the running batch."""
-        lengths = [len(r.prompt_ids) for r in group]
-        width = max(lengths)
-        ids = torch.zeros(len(group), width, dtype=torch.long, device=self.device)
-        mask = torch.zeros(len(group), width, dtype=torch.long, device=self.device)
-        for i, request in enumerate(group):
+        """One forward pass over the group's distinct prompts, left-padded; join the running batch.
+
+        Identical prompts (a GRPO group's or an evaluation's first calls: same task, same
+        harness) are prefilled once and their rows repeated, like ``n`` choices. Every prompt
+        prefilled goes to the prefix cache, so a rollout's next call prefills only what is new.
+        """
+        for request in group:
             request.admitted_at = time.monotonic()
             request.policy_version = self.policy_version
-            ids[i, width - lengths[i] :] = torch.tensor(request.prompt_ids, device=self.device)
+        distinct: dict[tuple[int, ...], int] = {}
+        for request in group:
+            distinct.setdefault(tuple(request.prompt_ids), len(distinct))
+        prompts = list(distinct)
+        lengths = [len(p) for p in prompts]
+        width = max(lengths)
+        ids = torch.zeros(len(prompts), width, dtype=torch.long, device=self.device)
+        mask = torch.zeros(len(prompts), width, dtype=torch.long, device=self.device)
+        for i, prompt in enumerate(prompts):
+            ids[i, width - lengths[i] :] = torch.tensor(prompt, device=self.device)
             mask[i, width - lengths[i] :] = 1
         positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
         cache = growing_cache(self.model.config)
         padded = any(length != width for length in lengths)
-        alone = len(group) == 1 and self.prefix_cache is not None
+        alone = len(prompts) == 1 and self.prefix_cache is not None
         with self.weights_lock:
             start = self._reuse_prefix(group[0], cache) if alone else 0
             out = self.model(
@@ -289,17 +300,22 @@ class Batcher:
                 logits_to_keep=1,
                 **{self._cache_kw: cache},
             )
-            if alone and self.prefix_cache is not None:
-                self.prefix_cache.store(group[0].prompt_ids, [(layer.keys, layer.values) for layer in _layers(cache)],
-                                        group[0].policy_version)
+            if self.prefix_cache is not None:
+                layers = _layers(cache)
+                for i, prompt in enumerate(prompts):  # row i without its left padding
+                    pad = width - lengths[i]
+                    self.prefix_cache.store(list(prompt), [(layer.keys[i : i + 1, :, pad:], layer.values[i : i + 1, :, pad:])
+                                                           for layer in layers], self.policy_version)
         self.stats.prefill_passes += 1
-        self.stats.prompt_tokens += sum(lengths)
+        self.stats.prompt_tokens += sum(len(r.prompt_ids) for r in group)
+        self.stats.prefilled_tokens += sum(lengths) - start
         self.stats.prefix_reused_tokens += start
-        # one row per choice: request i with n choices occupies n consecutive rows
-        index = [i for i, request in enumerate(group) for _ in range(request.params.n)]
+        # one row per choice: request r with n choices occupies n consecutive rows, all
+        # copies of its prompt's prefilled row
+        index = [distinct[tuple(request.prompt_ids)] for request in group for _ in range(request.params.n)]
         rows = [self._new_row(request, j) for request in group for j in range(request.params.n)]
         select = torch.tensor(index, device=self.device)
-        if index != list(range(len(group))):
+        if index != list(range(len(prompts))):
             cache.batch_select_indices(select)
         logits = out.logits[:, -1, :][select]
         for row, choice in zip(rows, choose_tokens(logits, [r.sampler for r in rows], self._generator), strict=True):

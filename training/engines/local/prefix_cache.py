@@ -6,8 +6,9 @@ minutes of prefill on a CPU. The batcher stores the key/value tensors of each pr
 prefilled; a later prompt sharing at least ``min_match`` leading tokens with a stored one
 (same policy version) reuses them and prefills only the rest.
 
-Entries hold references to tensors the batcher never writes in place (cache updates
-concatenate into new tensors), so storing costs no copy. At most ``max_tokens`` tokens
+Entries hold views of tensors the batcher never writes in place at the positions they cover
+(a cache layer appends beyond its current length, ``kv_cache.GrowingLayer``, and every other
+change assigns new tensors), so storing costs no copy. At most ``max_tokens`` tokens
 are kept, least recently used dropped first; an entry a newer prompt extends is replaced.
 """
 
@@ -38,7 +39,7 @@ def common_prefix(a: list[int], b: list[int]) -> int:
 class PrefixCache:
     """A few prompts' KV tensors, looked up by longest common token prefix."""
 
-    def __init__(self, max_tokens: int = 65536, min_match: int = 1024) -> None:
+    def __init__(self, max_tokens: int = 65536, min_match: int = 64) -> None:
         self.max_tokens = max_tokens
         self.min_match = max(1, min_match)
         self._entries: list[_Entry] = []  # least recently used first
