@@ -10,7 +10,11 @@ from pathlib import Path
 import pytest
 
 from environments.taskdir import TaskConfig, TaskSection, load_task, write_task
-from environments.taskdir.real_harbor import HarborUnavailable, harbor_parse, harbor_python
+from environments.taskdir.real_harbor import (
+    HarborUnavailable,
+    harbor_parse,
+    harbor_python,
+)
 from synthesis.procedural.families import FAMILIES, generate
 from synthesis.procedural.render import task_config, task_files
 from synthesis.procedural.spec import DIFFICULTIES

@@ -2,7 +2,7 @@
 
     <harbor venv>/bin/python -I environments/taskdir/harbor_parse.py DIR...
 
-Prints one JSON object ``{dir: {"ok": true, "config": <TaskConfig.model_dump(mode="json")>,
+With ``--atif FILE...`` it validates ATIF trajectory files instead. Prints one JSON object ``{dir: {"ok": true, "config": <TaskConfig.model_dump(mode="json")>,
 "valid_dir": <Task.is_valid_dir>} | {"ok": false, "error": "<first line>"}}``. Imports only
 the standard library and ``harbor`` (not OpenForge: it runs outside our venv).
 """
@@ -15,8 +15,26 @@ import warnings
 from pathlib import Path
 
 
+def atif(paths: list[str]) -> int:
+    """``--atif FILE...``: each file validated as Harbor's ATIF ``Trajectory``."""
+    from harbor.models.trajectories.trajectory import Trajectory
+
+    out: dict[str, dict] = {}
+    for arg in paths:
+        try:
+            doc = Trajectory.model_validate(json.loads(Path(arg).read_text(encoding="utf-8")))
+            out[arg] = {"ok": True, "steps": len(doc.steps), "schema_version": doc.schema_version}
+        except Exception as exc:  # noqa: BLE001 - every refusal is reported, not raised
+            lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+            out[arg] = {"ok": False, "error": " ".join(lines[:3])[:500] or type(exc).__name__}
+    sys.stdout.write(json.dumps(out) + "\n")
+    return 0
+
+
 def main(argv: list[str]) -> int:
     warnings.simplefilter("ignore")  # Harbor's deprecation warnings (memory, allow_internet)
+    if argv[:1] == ["--atif"]:
+        return atif(argv[1:])
     from harbor.models.task.config import TaskConfig
     from harbor.models.task.task import Task
 

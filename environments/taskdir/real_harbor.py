@@ -44,3 +44,14 @@ def harbor_parse(dirs: list[str | Path], *, python: Path | None = None, timeout:
     if proc.returncode != 0:
         raise HarborUnavailable(f"harbor_parse failed: {(proc.stderr.strip().splitlines() or ['?'])[-1]}")
     return {absolute[k]: v for k, v in json.loads(proc.stdout).items()}
+
+
+def harbor_validate_atif(files: list[str | Path], *, python: Path | None = None, timeout: float = 300) -> dict[str, dict[str, Any]]:
+    """``{str(file): {"ok", "steps" | "error"}}``: each file as Harbor's ATIF ``Trajectory`` reads it."""
+    interpreter = python or harbor_python()
+    absolute = {str(Path(f).resolve()): str(f) for f in files}
+    proc = subprocess.run([str(interpreter), "-I", str(_SCRIPT), "--atif", *absolute], capture_output=True,
+                          text=True, timeout=timeout, cwd="/")
+    if proc.returncode != 0:
+        raise HarborUnavailable(f"harbor_parse --atif failed: {(proc.stderr.strip().splitlines() or ['?'])[-1]}")
+    return {absolute[k]: v for k, v in json.loads(proc.stdout).items()}

@@ -10,8 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from environments.bank import export_tasks, import_tasks, list_tasks, show_task, verify_tasks
-from environments.taskdir.real_harbor import HarborUnavailable, harbor_parse, harbor_python
+from environments.bank import (
+    export_tasks,
+    import_tasks,
+    list_tasks,
+    show_task,
+    verify_tasks,
+)
+from environments.taskdir.real_harbor import (
+    HarborUnavailable,
+    harbor_parse,
+    harbor_python,
+)
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "harbor"
 #: Fixtures the local backend can run (Dockerfile-based, one step, Linux).

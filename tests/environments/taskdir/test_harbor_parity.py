@@ -15,8 +15,16 @@ from typing import Any
 import pytest
 
 from environments.taskdir import TaskConfig, import_task, load_task, validate_task
-from environments.taskdir.model import DEFAULT_CPUS, DEFAULT_MEMORY_MB, DEFAULT_STORAGE_MB
-from environments.taskdir.real_harbor import HarborUnavailable, harbor_parse, harbor_python
+from environments.taskdir.model import (
+    DEFAULT_CPUS,
+    DEFAULT_MEMORY_MB,
+    DEFAULT_STORAGE_MB,
+)
+from environments.taskdir.real_harbor import (
+    HarborUnavailable,
+    harbor_parse,
+    harbor_python,
+)
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "harbor"
 ALL = sorted(p.name for p in FIXTURES.iterdir() if (p / "task.toml").is_file())

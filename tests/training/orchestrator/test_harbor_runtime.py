@@ -66,10 +66,10 @@ LOGS="${LOGS_DIR:-/logs}/verifier"; mkdir -p "$LOGS"
 ok=1
 [ "$(cat "${WORKSPACE:-/app}/out.txt" 2>/dev/null)" = "$EXPECTED" ] || ok=0
 [ "$(cat "${WORKSPACE:-/app}/agent-saw-token.txt" 2>/dev/null)" = none ] || ok=0
-[ "$VERIFIER_TOKEN" = "%s" ] || ok=0
+[ "$VERIFIER_TOKEN" = "@SECRET@" ] || ok=0
 [ -z "${GREETING:-}" ] || ok=0
 echo $ok > "$LOGS/reward.txt"
-""" % SECRET
+""".replace("@SECRET@", SECRET)
 
 
 def _task(root: Path) -> Path:
