@@ -19,3 +19,42 @@ def test_response_only_head_matches_full_logits(monkeypatch) -> None:
         monkeypatch.setattr(batching, "_PLAIN_HEAD_MODELS", frozenset())
         full = response_logprobs(model, batch)
     assert torch.allclose(fast, full, atol=1e-5)
+
+
+def _tiny_llama() -> LlamaForCausalLM:
+    torch.manual_seed(0)
+    return LlamaForCausalLM(LlamaConfig(vocab_size=97, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128))
+
+
+def test_a_shared_head_run_once_gives_the_same_logprobs_and_gradients(monkeypatch) -> None:
+    """A GRPO group's rows share their prompt: running it once and broadcasting its KV cache is
+    exact, for the logprobs and for every parameter's gradient (which flows back through the
+    broadcast into the head)."""
+    head = [1, 5, 7, 9, 11, 3, 13, 17, 19, 23]
+    prompts = [head + [30], head + [30], head + [31, 32, 33]]
+    responses = [[8, 6, 5], [9, 9, 9, 9, 40], [41, 42]]
+    masks = [[1, 1, 1], [1, 0, 1, 1, 1], [1, 1]]
+    shared = collate(prompts, responses, masks, pad_id=0)
+    plain = collate(prompts, responses, masks, pad_id=0, share_head=False)
+    assert shared.shared == len(head) and plain.shared == 0
+    assert shared.n_tokens == plain.n_tokens - 2 * len(head)  # tokens run through the model
+    for plain_head_models in (batching._PLAIN_HEAD_MODELS, frozenset()):  # response-only head and full logits
+        monkeypatch.setattr(batching, "_PLAIN_HEAD_MODELS", plain_head_models)
+        grads = []
+        for batch in (shared, plain):
+            model = _tiny_llama().train()
+            logp = response_logprobs(model, batch)
+            (logp * batch.mask).sum().backward()
+            grads.append((logp.detach() * batch.mask, {n: p.grad.clone() for n, p in model.named_parameters()}))
+        (lp_shared, g_shared), (lp_plain, g_plain) = grads
+        assert torch.allclose(lp_shared, lp_plain, atol=1e-5)
+        for name, grad in g_plain.items():
+            assert torch.allclose(g_shared[name], grad, atol=1e-5, rtol=1e-4), name
+
+
+def test_no_head_is_shared_when_the_prompts_differ_from_the_first_token_or_a_row_is_alone() -> None:
+    assert collate([[1, 2, 3], [4, 2, 3]], [[5], [6]], [[1], [1]], pad_id=0).shared == 0
+    assert collate([[1, 2, 3]], [[5]], [[1]], pad_id=0).shared == 0
+    # never the whole shortest prompt: its last position scores the first response token
+    assert collate([[1, 2, 3], [1, 2, 3]], [[5], [6]], [[1], [1]], pad_id=0).shared == 2

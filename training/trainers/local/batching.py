@@ -9,6 +9,7 @@ at P − 1 + k.
 from __future__ import annotations
 
 from collections.abc import Sequence
+import inspect
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,16 +22,25 @@ PLAIN: Sampling = (1.0, 1.0, 0)
 
 @dataclass
 class Batch:
-    input_ids: torch.Tensor  # [B, L] long
+    input_ids: torch.Tensor  # [B, L] long: each sequence after the shared head
     attention_mask: torch.Tensor  # [B, L] long
     response_index: torch.Tensor  # [B, R] long: position in input_ids of response token k
     response_ids: torch.Tensor  # [B, R] long
     mask: torch.Tensor  # [B, R] float: 1 on trained tokens
     sampling: list[Sampling] | None = None  # per sequence; None: the plain softmax
+    #: [1, S] long: the leading tokens every sequence of the batch shares (a GRPO group's
+    #: prompt, the system prompt and tool schemas of any agent prompt), run once per forward
+    #: pass; None: nothing shared (``input_ids`` are the whole sequences).
+    shared_ids: torch.Tensor | None = None
+
+    @property
+    def shared(self) -> int:
+        return 0 if self.shared_ids is None else int(self.shared_ids.shape[1])
 
     @property
     def n_tokens(self) -> int:
-        return int(self.attention_mask.sum())
+        """Tokens one forward pass runs through the model (the shared head once)."""
+        return int(self.attention_mask.sum()) + self.shared
 
 
 def fits(prompt_len: int, response_len: int, max_prompt: int, max_response: int) -> bool:
@@ -46,10 +56,19 @@ def collate(
     pad_id: int,
     device: torch.device | str = "cpu",
     sampling: Sequence[Sampling] | None = None,
+    share_head: bool = True,
 ) -> Batch:
-    """Right-padded tensors for one micro-batch."""
+    """Right-padded tensors for one micro-batch.
+
+    With ``share_head`` (and more than one sequence), the tokens all sequences start with —
+    up to one before the shortest prompt, whose last position scores the first response
+    token — become ``shared_ids`` and are cut from every row: the head is then computed once
+    per forward pass instead of once per row (exact: its keys and values, gradient included,
+    are what every row attends to)."""
     n = len(prompts)
-    seq_len = max(len(p) + len(r) for p, r in zip(prompts, responses, strict=True))
+    seqs = [list(p) + list(r) for p, r in zip(prompts, responses, strict=True)]
+    shared = shared_head(seqs, min(len(p) for p in prompts) - 1) if share_head and n > 1 else 0
+    seq_len = max(len(q) for q in seqs) - shared
     resp_len = max(1, max(len(r) for r in responses))
     input_ids = torch.full((n, seq_len), pad_id, dtype=torch.long)
     attention = torch.zeros((n, seq_len), dtype=torch.long)
@@ -57,15 +76,30 @@ def collate(
     resp = torch.full((n, resp_len), pad_id, dtype=torch.long)
     mask = torch.zeros((n, resp_len), dtype=torch.float32)
     for b, (p, r, m) in enumerate(zip(prompts, responses, masks, strict=True)):
-        seq = list(p) + list(r)
-        input_ids[b, : len(seq)] = torch.tensor(seq, dtype=torch.long)
-        attention[b, : len(seq)] = 1
+        rest = seqs[b][shared:]
+        input_ids[b, : len(rest)] = torch.tensor(rest, dtype=torch.long)
+        attention[b, : len(rest)] = 1
         if r:
-            index[b, : len(r)] = torch.arange(len(p) - 1, len(p) - 1 + len(r))
+            index[b, : len(r)] = torch.arange(len(p) - 1 - shared, len(p) - 1 - shared + len(r))
             resp[b, : len(r)] = torch.tensor(list(r), dtype=torch.long)
             mask[b, : len(r)] = torch.tensor(list(m), dtype=torch.float32)
+    head = torch.tensor([seqs[0][:shared]], dtype=torch.long).to(device) if shared else None
     return Batch(input_ids.to(device), attention.to(device), index.to(device), resp.to(device), mask.to(device),
-                 list(sampling) if sampling is not None else None)
+                 list(sampling) if sampling is not None else None, head)
+
+
+def shared_head(seqs: Sequence[Sequence[int]], limit: int) -> int:
+    """Length of the longest common prefix of ``seqs``, at most ``limit``."""
+    first, n = seqs[0], max(0, limit)
+    for seq in seqs[1:]:
+        n = min(n, len(seq))
+        i = 0
+        while i < n and seq[i] == first[i]:
+            i += 1
+        n = i
+        if n == 0:
+            break
+    return n
 
 
 #: Architectures whose logits are exactly ``lm_head(last hidden state)`` (no soft-capping or
@@ -82,12 +116,35 @@ def _response_scores(model: torch.nn.Module, batch: Batch) -> torch.Tensor:
     """
     head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
     if head is not None and getattr(model.config, "model_type", None) in _PLAIN_HEAD_MODELS:
-        hidden = model.get_decoder()(input_ids=batch.input_ids, attention_mask=batch.attention_mask).last_hidden_state
+        decoder = model.get_decoder()
+        hidden = decoder(**_rows_after_head(decoder, batch)).last_hidden_state
         idx = batch.response_index.unsqueeze(-1).expand(-1, -1, hidden.size(-1))  # [B, R, H]
         return head(torch.gather(hidden, 1, idx)).float()
-    logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits  # [B, L, V]
+    logits = model(**_rows_after_head(model, batch)).logits  # [B, L, V]
     idx = batch.response_index.unsqueeze(-1).expand(-1, -1, logits.size(-1))  # [B, R, V]
     return torch.gather(logits, 1, idx).float()
+
+
+def _rows_after_head(module: torch.nn.Module, batch: Batch) -> dict[str, Any]:
+    """Forward arguments for the rows of ``batch``: without a shared head, the sequences;
+    with one, the head is run once (batch 1) and its key/value cache — broadcast to every
+    row, gradient flowing back to the head through the broadcast — precedes the rows."""
+    if batch.shared_ids is None:
+        return {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask}
+    from transformers.cache_utils import DynamicCache  # noqa: PLC0415
+
+    cache_kw = "cache" if "cache" in inspect.signature(module.forward).parameters else "past_key_values"
+    cache = DynamicCache(config=module.config)
+    module(input_ids=batch.shared_ids, use_cache=True, **{cache_kw: cache})
+    rows, shared = batch.input_ids.shape[0], batch.shared
+    for layer in cache.layers:
+        layer.keys = layer.keys.expand(rows, -1, -1, -1)
+        layer.values = layer.values.expand(rows, -1, -1, -1)
+    width = batch.input_ids.shape[1]
+    mask = torch.cat([batch.attention_mask.new_ones(rows, shared), batch.attention_mask], dim=1)
+    positions = torch.arange(shared, shared + width, device=batch.input_ids.device).expand(rows, -1)
+    return {"input_ids": batch.input_ids, "attention_mask": mask, "position_ids": positions, "use_cache": True,
+            cache_kw: cache}
 
 
 def sampling_log_distribution(scores: torch.Tensor, sampling: Sequence[Sampling], chosen: torch.Tensor) -> torch.Tensor:
