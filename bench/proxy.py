@@ -624,7 +624,7 @@ async def bench_streams(engine_url: str, workdir: Path, args: argparse.Namespace
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=n + 8),
                                      timeout=aiohttp.ClientTimeout(total=60)) as http:
         tasks = [asyncio.create_task(loop(http, b)) for b, _ in bases]
-        await asyncio.sleep(max(3.0, 4 * args.engine_delay))
+        await asyncio.sleep(max(8.0, 8 * args.engine_delay))
         os.killpg(proc.popen.pid, signal.SIGKILL)
         stop.set()
         await asyncio.gather(*tasks, return_exceptions=True)
