@@ -16,7 +16,10 @@ a gain counts when it exceeds twice the standard error of the difference
 (sqrt(SE_a² + SE_b²)). Prints reward per step, the before/after table, the verdicts and wall
 time, and writes a PNG of the curves.
 
-    python bench/learning.py [--steps 8] [--device cpu|cuda] [--harness react] [--quick]
+    python bench/learning.py [--steps N] [--seed S] [--device cpu|cuda] [--harness react] [--quick]
+
+GRPO steps, group size, task groups per step and learning rate default to the preset's (the
+main job's), so the check measures what `openforge pipeline --preset local` trains.
 """
 
 from __future__ import annotations
@@ -92,10 +95,14 @@ async def main_async(args: argparse.Namespace) -> int:
     train = make_tasks(home / "family" / "train", base_seed, args.train_tasks)
     sft_tasks = make_tasks(home / "family" / "sft", base_seed + 3000, args.sft_tasks)
     eval_tasks = make_tasks(home / "family" / "eval", base_seed + 6000, args.eval_tasks)
-    overrides = {"engine.device": args.device, "rollout.harness": args.harness, "train.steps": args.steps,
-                 "train.group_size": args.group, "train.train_batch_size": args.batch_tasks, "train.lr": args.lr,
-                 "train.seed": args.seed}
+    overrides = {"engine.device": args.device, "rollout.harness": args.harness, "train.seed": args.seed}
+    for key, value in (("train.steps", args.steps), ("train.group_size", args.group),
+                       ("train.train_batch_size", args.batch_tasks), ("train.lr", args.lr)):
+        if value is not None:  # else the preset's (the main job's) value
+            overrides[key] = value
     preset = load_preset(args.preset, overrides)
+    args.steps, args.group, args.batch_tasks, args.lr = (preset.train.steps, preset.train.group_size,
+                                                         preset.train.train_batch_size, preset.train.lr)
     print(f"learning check ({FAMILY}, harness {args.harness}, seed {args.seed}): {len(train)} train / "
           f"{len(sft_tasks)} SFT / {len(eval_tasks)} held-out tasks x {args.eval_samples} samples; "
           f"{args.steps} GRPO steps x {args.batch_tasks} tasks x G={args.group}, lr {args.lr}, device={args.device}",
@@ -141,15 +148,15 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--preset", default="local")
     p.add_argument("--harness", default="react", help="react, or a third-party harness binary (mini-swe-agent ...)")
-    p.add_argument("--steps", type=int, default=8)
+    p.add_argument("--steps", type=int, default=None, help="GRPO steps per run (default: the preset's)")
     p.add_argument("--device", default="cpu")
-    p.add_argument("--group", type=int, default=8)
-    p.add_argument("--batch-tasks", type=int, default=2)
+    p.add_argument("--group", type=int, default=None, help="group size (default: the preset's)")
+    p.add_argument("--batch-tasks", type=int, default=None, help="task groups per step (default: the preset's)")
     p.add_argument("--train-tasks", type=int, default=24)
-    p.add_argument("--sft-tasks", type=int, default=32)
+    p.add_argument("--sft-tasks", type=int, default=8, help="SFT tasks (the main job's light SFT: 8)")
     p.add_argument("--eval-tasks", type=int, default=16)
     p.add_argument("--eval-samples", type=int, default=4)
-    p.add_argument("--lr", type=float, default=2e-5)
+    p.add_argument("--lr", type=float, default=None, help="GRPO learning rate (default: the preset's)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--home", default=None)
     p.add_argument("--out", default="bench/out")
