@@ -1,0 +1,244 @@
+"""Where one GRPO step's wall time goes: generation and training vs everything else.
+
+Runs ``--steps`` GRPO steps of the preset's local composition (the in-process engine and the
+local trainer; ``--set engine.kind=vllm`` for a vLLM server) on procedural claw tasks
+(contact-lookup) with the react harness in local sandboxes, the real path of ``rl_train``
+(:mod:`training.workflows.rl`), timing each part:
+
+wall clock of the step (the phases run one after the other)
+  rollouts        ``service.run_groups`` (all rollouts of the step, concurrent)
+  generation      the time at least one engine call was in flight (union of the engine
+                  calls' intervals, measured around the engine inside the proxy)
+  reconstruction  reading the calls back + ``prepare_grpo_batch``
+  training        ``trainer.step``
+  weight sync     ``WeightSync.push`` (in place, or checkpoint + vLLM reload)
+  orchestration   step − generation − training: everything the framework adds
+
+rollout-seconds (summed over the step's rollouts, which overlap; where the rollout phase goes)
+  sandbox start   backend ``start_latency`` (sandbox up, runner started)
+  harness         the runner's agent phase less the model calls it waited on
+  generation      engine time of the rollout's calls
+  proxy           the proxy's own time per call (Server-Timing ``proxy``: budget, translation,
+                  recording), read off the app's timing hook
+  verifier        waiting for tests + the verifier (+ a separate verifier sandbox)
+
+Prints one table per step, then mean ± sd over steps (n = steps), and the orchestration
+share of the step (goal < 5 %).
+
+    python bench/rl_step.py [--steps 3] [--group-size 2] [--tasks 2] [--max-tokens 32] [--set KEY=VALUE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+class TimedEngine:
+    """Wraps a ChatEngine; records each call's (start, end) (everything else is delegated)."""
+
+    def __init__(self, engine: Any) -> None:
+        self._engine = engine
+        self.intervals: list[tuple[float, float]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine, name)
+
+    @property
+    def policy_version(self) -> Any:
+        return self._engine.policy_version
+
+    async def chat_completions(self, body: dict[str, Any]) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        try:
+            return await self._engine.chat_completions(body)
+        finally:
+            self.intervals.append((t0, time.perf_counter()))
+
+    async def list_models(self) -> list[str]:
+        return await self._engine.list_models()
+
+    async def aclose(self) -> None:  # the run closes the real engine itself
+        return None
+
+
+def union_seconds(intervals: list[tuple[float, float]], lo: float, hi: float) -> float:
+    """Length of the union of ``intervals`` clipped to [lo, hi]."""
+    spans = sorted((max(a, lo), min(b, hi)) for a, b in intervals if b > lo and a < hi)
+    total, cur_a, cur_b = 0.0, None, None
+    for a, b in spans:
+        if cur_b is None or a > cur_b:
+            if cur_b is not None:
+                total += cur_b - cur_a
+            cur_a, cur_b = a, b
+        else:
+            cur_b = max(cur_b, b)
+    if cur_b is not None:
+        total += cur_b - cur_a
+    return total
+
+
+def install_proxy_timing_hook() -> list[float]:
+    """Collect the proxy's own ms per call (what its Server-Timing header reports)."""
+    import training.proxy.app as proxy_app
+
+    seen: list[float] = []
+    original = proxy_app._timed
+
+    def timed(response: Any, timing: tuple[float, float], t_start: float) -> Any:
+        seen.append((time.perf_counter() - t_start) * 1000 - timing[0])
+        return original(response, timing, t_start)
+
+    proxy_app._timed = timed
+    return seen
+
+
+def make_tasks(root: Path, n: int) -> list[Any]:
+    from environments.taskdir import load_task, write_task
+    from synthesis.procedural import generate
+    from synthesis.procedural.render import task_config, task_files
+
+    tasks = []
+    for seed in range(n):
+        spec = generate("contact-lookup", 100 + seed)
+        write_task(root / spec.name, task_config(spec), spec.instruction, task_files(spec))
+        tasks.append(load_task(root / spec.name))
+    return tasks
+
+
+def rollout_seconds(results: list[Any], calls: dict[str, list[Any]], proxy_ms: float) -> dict[str, float]:
+    out = {"sandbox start": 0.0, "harness": 0.0, "generation": 0.0, "proxy": proxy_ms / 1000, "verifier": 0.0}
+    for r in results:
+        t = r.timings
+        gen = sum((c.latency_ms or 0.0) for c in calls.get(r.rollout_id, [])) / 1000
+        out["sandbox start"] += t.get("start_latency", t.get("setup", 0.0))
+        out["generation"] += gen
+        out["harness"] += max(0.0, t.get("runner_agent", t.get("agent", 0.0)) - gen)
+        out["verifier"] += t.get("runner_wait_tests", 0.0) + t.get("runner_verifier", 0.0) + t.get("verifier_sandbox", 0.0)
+    out["harness"] = max(0.0, out["harness"] - out["proxy"])
+    return out
+
+
+async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
+    import random
+
+    from openforge.presets import load_preset
+    from openforge.settings import get_settings
+    from storage.db import make_engine
+    from storage.migrate import upgrade
+    from training.trajectory import prepare_grpo_batch
+    from training.trajectory.source import load_rollouts_with_calls
+    from training.workflows.common import rollout_service, sample_tasks
+    from training.workflows.compose import compose
+    from training.workflows.rl import _policy
+
+    overrides = {"train.group_size": args.group_size, "train.train_batch_size": args.tasks,
+                 "rollout.max_tokens": args.max_tokens, "harness_options.max_steps": args.max_steps,
+                 "rollout.concurrency": args.group_size * args.tasks, "train.entropy_coef": 0.001,
+                 "train.drop_zero_variance_groups": False}
+    for item in args.set or []:
+        key, _, value = item.partition("=")
+        try:
+            overrides[key] = json.loads(value)
+        except ValueError:
+            overrides[key] = value
+    preset = load_preset(args.preset, overrides)
+    plan = compose(preset, "rl")
+    plan.require_runnable()
+    work = Path(tempfile.mkdtemp(prefix="rl-step-"))
+    tasks = make_tasks(work / "tasks", args.tasks)
+    db = make_engine(get_settings().db_url)
+    upgrade(get_settings().db_url, db)
+    engine, trainer, sync = await _policy(preset, plan.engine.kind, None, work / "run", db, "bench-rl-step")
+    timed = TimedEngine(engine)
+    proxy_ms = install_proxy_timing_hook()
+    rng = random.Random(0)
+    rows: list[dict[str, Any]] = []
+    try:
+        async with rollout_service(preset, timed, run_id="bench-rl-step") as service:
+            for step in range(1, args.steps + 1):
+                first_proxy = len(proxy_ms)
+                s0 = time.perf_counter()
+                results = await service.run_groups(sample_tasks(tasks, args.tasks, rng), args.group_size, tag=f"s{step}")
+                s1 = time.perf_counter()
+                recorded = service.recorded(results)
+                samples, _ = prepare_grpo_batch(recorded, gamma=preset.train.gamma, drop_zero_variance=False, merge=True,
+                                                tokenizer=trainer.tokenizer)
+                s2 = time.perf_counter()
+                metrics = trainer.step(samples)
+                s3 = time.perf_counter()
+                if metrics.get("updated"):
+                    await sync.push(trainer, engine)
+                s4 = time.perf_counter()
+                calls = {row.id: c for row, c in load_rollouts_with_calls(db, rollout_ids=[r.rollout_id for r in results])}
+                generation = union_seconds(timed.intervals, s0, s1)
+                wall = {"rollouts": s1 - s0, "generation": generation, "reconstruction": s2 - s1,
+                        "training": s3 - s2, "weight sync": s4 - s3, "step": s4 - s0}
+                wall["orchestration"] = wall["step"] - generation - wall["training"]
+                rows.append({"step": step, "wall": wall, "rollout_seconds": rollout_seconds(results, calls, sum(proxy_ms[first_proxy:])),
+                             "rollouts": len(results), "calls": sum(len(c) for c in calls.values()),
+                             "outcomes": sorted({r.status.value for r in results}), "samples": len(samples)})
+                print_step(rows[-1])
+    finally:
+        await engine.aclose()
+        db.dispose()
+    return rows
+
+
+def print_step(row: dict[str, Any]) -> None:
+    w = row["wall"]
+    print(f"\nstep {row['step']}: {row['rollouts']} rollouts, {row['calls']} model calls, {row['samples']} samples, "
+          f"outcomes {row['outcomes']}")
+    print("  wall clock       seconds   share")
+    for key in ("rollouts", "generation", "reconstruction", "training", "weight sync", "orchestration", "step"):
+        print(f"  {key:15} {w[key]:8.2f}  {100 * w[key] / w['step']:5.1f} %")
+    print("  rollout-seconds (summed over overlapping rollouts)")
+    for key, value in row["rollout_seconds"].items():
+        print(f"  {key:15} {value:8.2f}")
+
+
+def summary(rows: list[dict[str, Any]]) -> None:
+    def ms(values: list[float]) -> str:
+        sd = statistics.stdev(values) if len(values) > 1 else 0.0
+        return f"{statistics.mean(values):8.2f} ± {sd:5.2f}"
+
+    print(f"\nover n = {len(rows)} steps (mean ± sd)")
+    for key in ("generation", "training", "reconstruction", "weight sync", "orchestration", "step"):
+        print(f"  {key:15} {ms([r['wall'][key] for r in rows])} s")
+    for key in rows[0]["rollout_seconds"]:
+        print(f"  {key + ' (r-s)':15} {ms([r['rollout_seconds'][key] for r in rows])} s")
+    shares = [100 * r["wall"]["orchestration"] / r["wall"]["step"] for r in rows]
+    print(f"orchestration share (step − generation − training) / step: {ms(shares)} %  (goal < 5 %)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--preset", default="local")
+    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--tasks", type=int, default=2, help="Task groups per step.")
+    parser.add_argument("--group-size", type=int, default=2)
+    parser.add_argument("--max-tokens", type=int, default=32)
+    parser.add_argument("--max-steps", type=int, default=2, help="react steps per rollout.")
+    parser.add_argument("--set", action="append", help="Preset override KEY=VALUE (repeatable).")
+    parser.add_argument("--json", type=Path, help="Also write the rows here.")
+    args = parser.parse_args()
+    import os
+
+    os.environ.setdefault("OPENFORGE_HOME", tempfile.mkdtemp(prefix="rl-step-home-"))
+    rows = asyncio.run(run(args))
+    summary(rows)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
