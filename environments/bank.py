@@ -13,11 +13,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import tomli_w
 from sqlalchemy import Engine, select
 
-import tomli_w
-
-from environments.taskdir import Problem, TaskDir, TaskDirError, harbor_name, import_task, load_task
+from environments.taskdir import (
+    Problem,
+    TaskDir,
+    TaskDirError,
+    harbor_name,
+    import_task,
+    load_task,
+)
 from openforge.settings import Settings, get_settings
 from storage.db import make_engine, session_scope
 from storage.migrate import upgrade

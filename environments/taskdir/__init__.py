@@ -1,5 +1,13 @@
 """Harbor-compatible task directories (DESIGN §3): load, validate, write, import."""
 
+from environments.taskdir.io import (
+    TaskDir,
+    TaskDirError,
+    content_sha,
+    import_task,
+    load_task,
+    write_task,
+)
 from environments.taskdir.model import (
     SCHEMA_VERSION,
     AgentSection,
@@ -15,14 +23,6 @@ from environments.taskdir.model import (
     harbor_name,
     openforge_keys,
 )
-from environments.taskdir.io import (
-    TaskDir,
-    TaskDirError,
-    content_sha,
-    import_task,
-    load_task,
-    write_task,
-)
 from environments.taskdir.validate import Problem, validate_task
 
 __all__ = [
@@ -31,9 +31,9 @@ __all__ = [
     "EnvironmentSection",
     "HealthcheckSection",
     "OpenForgeMeta",
+    "Problem",
     "SolutionSection",
     "StepSection",
-    "Problem",
     "TaskConfig",
     "TaskDir",
     "TaskDirError",
@@ -42,9 +42,9 @@ __all__ = [
     "VerifierSection",
     "content_sha",
     "harbor_name",
-    "openforge_keys",
     "import_task",
     "load_task",
+    "openforge_keys",
     "validate_task",
     "write_task",
 ]

@@ -27,7 +27,7 @@ def harbor_python() -> Path:
     if not candidate.is_file():
         raise HarborUnavailable(f"no Harbor interpreter at {candidate} (run scripts/install.sh --dev, which "
                                 "creates .venv-harbor with Python >= 3.12, or set OPENFORGE_HARBOR_PYTHON)")
-    probe = subprocess.run([str(candidate), "-I", "-c", "import harbor.models.task.config"], capture_output=True,
+    probe = subprocess.run([str(candidate), "-I", "-c", "import harbor.models.task.config"], capture_output=True, check=False,
                            text=True, timeout=120)
     if probe.returncode != 0:
         last = (probe.stderr.strip().splitlines() or ["import failed"])[-1]
@@ -39,7 +39,7 @@ def harbor_parse(dirs: list[str | Path], *, python: Path | None = None, timeout:
     """``{str(dir): {"ok", "config" | "error", "valid_dir"}}`` as Harbor's own model parses each."""
     interpreter = python or harbor_python()
     absolute = {str(Path(d).resolve()): str(d) for d in dirs}
-    proc = subprocess.run([str(interpreter), "-I", str(_SCRIPT), *absolute], capture_output=True,
+    proc = subprocess.run([str(interpreter), "-I", str(_SCRIPT), *absolute], capture_output=True, check=False,
                           text=True, timeout=timeout, cwd="/")
     if proc.returncode != 0:
         raise HarborUnavailable(f"harbor_parse failed: {(proc.stderr.strip().splitlines() or ['?'])[-1]}")
@@ -50,7 +50,7 @@ def harbor_validate_atif(files: list[str | Path], *, python: Path | None = None,
     """``{str(file): {"ok", "steps" | "error"}}``: each file as Harbor's ATIF ``Trajectory`` reads it."""
     interpreter = python or harbor_python()
     absolute = {str(Path(f).resolve()): str(f) for f in files}
-    proc = subprocess.run([str(interpreter), "-I", str(_SCRIPT), "--atif", *absolute], capture_output=True,
+    proc = subprocess.run([str(interpreter), "-I", str(_SCRIPT), "--atif", *absolute], capture_output=True, check=False,
                           text=True, timeout=timeout, cwd="/")
     if proc.returncode != 0:
         raise HarborUnavailable(f"harbor_parse --atif failed: {(proc.stderr.strip().splitlines() or ['?'])[-1]}")
