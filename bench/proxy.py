@@ -63,7 +63,6 @@ def mock_engine_app(delay_s: float = 0.0):
     """The small request gets a fixed answer; trajectory calls (bench/proxy_load.py) an answer
     whose prompt ids tokenize their messages, after ``delay_s`` unless marked ``[nodelay]``."""
     import orjson
-
     from proxy_load import NO_DELAY_MARK, TRAJECTORY_MARK, engine_answer
 
     payload = _mock_payload()
@@ -669,7 +668,7 @@ async def bench_processes(engine_url: str, workdir: Path, args: argparse.Namespa
             for i, (base, _) in enumerate(regs):
                 own = procs[i % n_procs][1]
                 urls.append(own + base[len(first):] + "/chat/completions")
-            res = await measure(f"openforge x{n_procs} (PostgreSQL)", poster(lambda i: urls[i % len(urls)]),
+            res = await measure(f"openforge x{n_procs} (PostgreSQL)", poster(lambda i, urls=urls: urls[i % len(urls)]),
                                 n_latency=args.n_latency, duration=args.duration, concurrency=args.concurrency)
             lines.append(f"{n_procs} proxy process(es) on one PostgreSQL, c={args.concurrency}: p50 {res.p50_ms:.2f} ms, "
                          f"p99 {res.p99_ms:.2f} ms, {res.rps:.0f} req/s, {res.errors} errors")
@@ -680,11 +679,11 @@ async def bench_processes(engine_url: str, workdir: Path, args: argparse.Namespa
 
 
 def traj_report(results: list[TrajResult], args: argparse.Namespace) -> str:
-    lines = [f"trajectory workloads: {args.rollouts} concurrent rollouts, engine delay {args.engine_delay:.2f} s a call "
-             f"(req/s: the same replay with no delay)",
-             f"{'workload':<8} {'target':<24} {'calls':>6} {'err':>4} {'+wall %':>8} {'+p50 ms':>8} {'+p99 ms':>8} "
-             f"{'cpu ms/call':>11} {'RSS MB':>7} {'req/s':>7} {'MB/rollout':>10} {'full MB':>8} {'uniq MB':>8} "
-             f"{'stored/uniq':>11}", "-" * 150]
+    lines = [(f"trajectory workloads: {args.rollouts} concurrent rollouts, engine delay {args.engine_delay:.2f} s a "
+              f"call (req/s: the same replay with no delay)"),
+             (f"{'workload':<8} {'target':<24} {'calls':>6} {'err':>4} {'+wall %':>8} {'+p50 ms':>8} {'+p99 ms':>8} "
+              f"{'cpu ms/call':>11} {'RSS MB':>7} {'req/s':>7} {'MB/rollout':>10} {'full MB':>8} {'uniq MB':>8} "
+              f"{'stored/uniq':>11}"), "-" * 150]
     for r in results:
         ratio = r.stored_mb / r.unique_mb if r.unique_mb == r.unique_mb and r.unique_mb else float("nan")
         lines.append(f"{r.workload:<8} {r.target:<24} {r.calls:6d} {r.errors:4d} {100 * r.added_frac:8.2f} "

@@ -21,9 +21,9 @@ Unscripted calls get ``responder(body)`` if set, else ``"echo: <last user text>"
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import threading
 import time
-import hashlib
 import uuid
 from collections import deque
 from collections.abc import Callable

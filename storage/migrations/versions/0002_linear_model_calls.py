@@ -7,9 +7,8 @@ Create Date: 2026-12-01 14:00:00
 Two nullable columns; every existing row keeps ``base_index`` NULL (stored in full) and
 reads as before (storage/calls.py).
 """
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 revision = '0002'
 down_revision = '0001'

@@ -245,10 +245,10 @@ def test_rows_from_before_the_migration_read_unchanged(tmp_path: Path) -> None:
             conn.execute(text("INSERT INTO model_calls (rollout_id, \"index\", api, request, prompt_token_ids, "
                               "response_token_ids, status, created_at) VALUES ('old', :i, 'chat', :req, :p, '[5]', 'ok', "
                               "'2026-11-30 00:00:00')"),
-                         {"i": i, "req": '{"messages": [%s]}' % ", ".join(['{"role": "user", "content": "q"}'] * (i + 1)),
+                         {"i": i, "req": '{"messages": [' + ", ".join(['{"role": "user", "content": "q"}'] * (i + 1)) + "]}",
                           "p": str(list(range(10 + i)))})
     upgrade(url, db)
-    (rollout, calls), = load_rollouts_with_calls(db, rollout_ids=["old"])
+    (_rollout, calls), = load_rollouts_with_calls(db, rollout_ids=["old"])
     assert [c.prompt_token_ids for c in calls] == [list(range(10)), list(range(11))]
     assert [len(c.request["messages"]) for c in calls] == [1, 2]
     db.dispose()
