@@ -48,6 +48,9 @@ from training.engines.local.sampling import (
 
 log = logging.getLogger(__name__)
 
+#: A prefill of at least this many new tokens runs on every core (see ``Batcher._set_threads``).
+LONG_PREFILL_TOKENS = 512
+
 
 @dataclass
 class SequenceResult:
@@ -160,6 +163,7 @@ class Batcher:
         #: Intra-op threads of this worker's forward passes (None: torch's process default).
         #: Thread-local in torch, so the trainer in the same process keeps its own.
         self.threads = threads
+        self._all_threads = torch.get_num_threads()
         # transformers 5.x renamed ``past_key_values`` to ``cache``; accept either.
         params = inspect.signature(model.forward).parameters
         self._cache_kw = "cache" if "cache" in params else "past_key_values"
@@ -205,6 +209,7 @@ class Batcher:
 
     # ------------------------------------------------------------------------ worker
     def _run(self) -> None:
+        self._all_threads = torch.get_num_threads()  # the process default: every core
         if self.threads is not None and self.device.type == "cpu":
             torch.set_num_threads(self.threads)
         self.stats.threads = torch.get_num_threads()
@@ -292,6 +297,7 @@ class Batcher:
         alone = len(prompts) == 1 and self.prefix_cache is not None
         with self.weights_lock:
             start = self._reuse_prefix(group[0], cache) if alone else 0
+            self._set_threads(len(prompts) * (width - start))
             out = self.model(
                 input_ids=ids[:, start:],
                 attention_mask=mask if padded else None,  # unpadded: the causal fast path
@@ -322,6 +328,16 @@ class Batcher:
             row.pending = choice
         next_positions = torch.tensor([lengths[i] for i in index], dtype=torch.long, device=self.device)
         self._merge(rows, cache, mask[select], next_positions)
+
+    def _set_threads(self, new_tokens: int) -> None:
+        """Every core for a long prefill (large matrix products, few synchronisation points),
+        ``threads`` for decode steps and short prefills (many small ops, each a barrier that
+        stalls when a harness process holds one of the cores)."""
+        if self.threads is None or self.device.type != "cpu":
+            return
+        wanted = self._all_threads if new_tokens >= LONG_PREFILL_TOKENS else self.threads
+        if torch.get_num_threads() != wanted:
+            torch.set_num_threads(wanted)
 
     def _reuse_prefix(self, request: GenerationRequest, cache: DynamicCache) -> int:
         """Fill ``cache`` with the stored KV of the request's longest known prompt head; its length."""
@@ -426,6 +442,7 @@ class Batcher:
 
     def _decode(self) -> None:
         assert self._cache is not None and self._mask is not None and self._positions is not None
+        self._set_threads(len(self._rows))
         tokens = torch.tensor([[row.pending.token] for row in self._rows if row.pending], device=self.device)
         self._mask = torch.cat([self._mask, self._mask.new_ones(len(self._rows), 1)], dim=1)
         with self.weights_lock:
