@@ -226,7 +226,10 @@ async def test_event_loop_stays_responsive_while_generating(engine: LocalEngine)
             last = now
 
     tick = asyncio.create_task(ticker())
-    await asyncio.gather(*(engine.chat_completions(body(max_tokens=40, temperature=1.0)) for _ in range(4)))
+    # long enough to span many ticks however fast the engine is (4 distinct prompts, no early stop)
+    await asyncio.gather(*(engine.chat_completions(body([{"role": "user", "content": "hello " * (i + 1)}],
+                                                        max_tokens=200, temperature=1.0, ignore_eos=True))
+                           for i in range(4)))
     tick.cancel()
     assert len(gaps) > 5 and max(gaps) < 1.0
 
