@@ -163,7 +163,6 @@ class Batcher:
         #: Intra-op threads of this worker's forward passes (None: torch's process default).
         #: Thread-local in torch, so the trainer in the same process keeps its own.
         self.threads = threads
-        self._all_threads = torch.get_num_threads()
         # transformers 5.x renamed ``past_key_values`` to ``cache``; accept either.
         params = inspect.signature(model.forward).parameters
         self._cache_kw = "cache" if "cache" in params else "past_key_values"
