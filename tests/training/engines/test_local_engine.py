@@ -122,6 +122,7 @@ async def test_waiting_requests_are_prefilled_together(tiny_model_dir: Path) -> 
     try:
         solo = [(await engine.chat_completions(body(p, max_tokens=8, temperature=0, n=2)))["choices"] for p in prompts]
         passes, submitted = engine.stats.prefill_passes, engine.stats.requests_submitted
+        engine._batcher.prefix_cache.clear()  # cold prompts (stored ones are each prefilled from their head)
         with engine._batcher.weights_lock:  # hold the worker at its next forward pass
             tasks = [asyncio.create_task(engine.chat_completions(body(p, max_tokens=8, temperature=0, n=2)))
                      for p in prompts]

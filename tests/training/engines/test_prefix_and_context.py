@@ -16,7 +16,7 @@ from training.engines.local.context import (
     extend_context,
     trained_window,
 )
-from training.engines.local.prefix_cache import PrefixCache
+from training.engines.local.prefix_cache import PrefixCache, common_prefix
 
 from .test_local_engine import body, teacher_forced
 
@@ -70,6 +70,35 @@ async def test_identical_prompts_waiting_together_are_prefilled_once_and_feed_th
     before = stats.prefix_reused_tokens
     await cached_engine.chat_completions(body(later, max_tokens=2, temperature=0))
     assert stats.prefix_reused_tokens - before >= prompt_len - 1
+
+
+async def test_different_prompts_waiting_together_reuse_the_head_they_share(
+        cached_engine: LocalEngine, tiny_model_dir: Path) -> None:
+    """An evaluation's first calls (different tasks, one harness: the same system prompt, a
+    different question) and the rollouts' next calls (each extends its own previous prompt)
+    arrive together: the shared head is run through the model once, not once per prompt, and
+    every row still samples from the right distribution."""
+    import asyncio
+
+    questions = [f"question number {i}: what is {i} plus {i}?" for i in range(4)]
+    prompts = [[{"role": "system", "content": HEAD}, {"role": "user", "content": q}] for q in questions]
+    stats = cached_engine.stats
+    with cached_engine._batcher.weights_lock:  # hold the worker so the four wait together
+        calls = [asyncio.create_task(cached_engine.chat_completions(body(p, max_tokens=4, temperature=0.8, seed=i)))
+                 for i, p in enumerate(prompts)]
+        while stats.requests_submitted < 4:
+            await asyncio.sleep(0.005)
+    outs = [await c for c in calls]
+    lengths = [len(o["prompt_token_ids"]) for o in outs]
+    head = common_prefix(outs[0]["prompt_token_ids"], outs[1]["prompt_token_ids"])
+    assert head > lengths[0] // 2  # the system prompt is most of each prompt
+    assert stats.prompt_tokens == sum(lengths)
+    assert stats.prefilled_tokens < sum(lengths) - 2 * head, "the shared head was prefilled more than once"
+    assert stats.prefix_reused_tokens >= 3 * head
+    for i, out in enumerate(outs):
+        choice = out["choices"][0]
+        expected = teacher_forced(tiny_model_dir, out["prompt_token_ids"], choice["token_ids"], 0.8)
+        assert [e["logprob"] for e in choice["logprobs"]["content"]] == pytest.approx(expected, abs=2e-4), i
 
 
 async def test_a_weights_update_invalidates_the_stored_prefixes(cached_engine: LocalEngine) -> None:

@@ -38,7 +38,7 @@ from transformers.cache_utils import DynamicCache, DynamicLayer
 
 from training.engines.base import EngineError
 from training.engines.local.kv_cache import GrowingLayer, growing_cache
-from training.engines.local.prefix_cache import PrefixCache
+from training.engines.local.prefix_cache import PrefixCache, common_prefix
 from training.engines.local.sampling import (
     Choice,
     RowSampler,
@@ -111,6 +111,8 @@ class BatcherStats:
     prefix_reused_tokens: int = 0  # prompt tokens whose KV came from the prefix cache
     prefilled_tokens: int = 0  # prompt tokens run through the model (distinct prompts, cache misses)
     threads: int = 0  # intra-op threads the worker's forward passes run with
+    prefill_seconds: float = 0.0  # wall time in prefill forward passes
+    decode_seconds: float = 0.0  # wall time in decode steps (forward pass + sampling)
 
 
 def _layers(cache: DynamicCache) -> list[DynamicLayer]:
@@ -261,13 +263,40 @@ class Batcher:
 
     def _admit(self) -> None:
         while group := self._next_group():
-            try:
-                self._prefill(group)
-            except Exception as exc:  # these prompts failed (e.g. out of memory); the batch carries on
-                log.exception("local engine prefill of %d prompt(s) failed", len(group))
-                for request in group:
-                    if not request.future.done():
-                        request.future.set_exception(EngineError(f"local engine prefill failed: {exc}", status_code=500))
+            for part in self._prefill_parts(group):
+                try:
+                    self._prefill(part)
+                except Exception as exc:  # these prompts failed (e.g. out of memory); the batch carries on
+                    log.exception("local engine prefill of %d prompt(s) failed", len(part))
+                    for request in part:
+                        if not request.future.done():
+                            request.future.set_exception(EngineError(f"local engine prefill failed: {exc}", status_code=500))
+
+    def _prefill_parts(self, group: list[GenerationRequest]) -> list[list[GenerationRequest]]:
+        """How to prefill ``group``, in order. Without a prefix cache: one padded pass. With one,
+        a prompt that shares at least ``min_match`` leading tokens with a stored prompt or with
+        an earlier prompt of the group (a rollout's next call extends its previous prompt;
+        different tasks' first prompts share the harness's system prompt and tool schemas) is
+        prefilled alone, after the others, from the longest stored head; the rest (cold
+        prompts) go first, together in one padded pass. Identical prompts share a part."""
+        if self.prefix_cache is None:
+            return [group]
+        by_prompt: dict[tuple[int, ...], list[GenerationRequest]] = {}
+        for request in group:
+            by_prompt.setdefault(tuple(request.prompt_ids), []).append(request)
+        cold: list[GenerationRequest] = []
+        warm: list[list[GenerationRequest]] = []
+        seen: list[list[int]] = []
+        version = self.policy_version
+        for prompt, requests in by_prompt.items():
+            ids = list(prompt)
+            shared = max((common_prefix(ids, earlier) for earlier in seen), default=0)
+            if self.prefix_cache.match(ids, version) or min(shared, len(ids) - 1) >= self.prefix_cache.min_match:
+                warm.append(requests)
+            else:
+                cold.extend(requests)
+            seen.append(ids)
+        return ([cold] if cold else []) + warm
 
     def _prefill(self, group: list[GenerationRequest]) -> None:
         """One forward pass over the group's distinct prompts, left-padded; join the running batch.
@@ -294,6 +323,7 @@ class Batcher:
         cache = growing_cache(self.model.config)
         padded = any(length != width for length in lengths)
         alone = len(prompts) == 1 and self.prefix_cache is not None
+        began = time.perf_counter()
         with self.weights_lock:
             start = self._reuse_prefix(group[0], cache) if alone else 0
             self._set_threads(len(prompts) * (width - start))
@@ -312,6 +342,7 @@ class Batcher:
                     self.prefix_cache.store(list(prompt), [(layer.keys[i : i + 1, :, pad:], layer.values[i : i + 1, :, pad:])
                                                            for layer in layers], self.policy_version)
         self.stats.prefill_passes += 1
+        self.stats.prefill_seconds += time.perf_counter() - began
         self.stats.prompt_tokens += sum(len(r.prompt_ids) for r in group)
         self.stats.prefilled_tokens += sum(lengths) - start
         self.stats.prefix_reused_tokens += start
@@ -441,6 +472,7 @@ class Batcher:
 
     def _decode(self) -> None:
         assert self._cache is not None and self._mask is not None and self._positions is not None
+        began = time.perf_counter()
         self._set_threads(len(self._rows))
         tokens = torch.tensor([[row.pending.token] for row in self._rows if row.pending], device=self.device)
         self._mask = torch.cat([self._mask, self._mask.new_ones(len(self._rows), 1)], dim=1)
@@ -457,3 +489,4 @@ class Batcher:
         choices = choose_tokens(out.logits[:, -1, :], [row.sampler for row in self._rows], self._generator)
         for row, choice in zip(self._rows, choices, strict=True):
             row.pending = choice
+        self.stats.decode_seconds += time.perf_counter() - began

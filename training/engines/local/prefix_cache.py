@@ -50,6 +50,13 @@ class PrefixCache:
     def tokens(self) -> int:
         return sum(len(e.ids) for e in self._entries)
 
+    def match(self, ids: list[int], policy_version: int) -> int:
+        """Tokens of ``ids`` a :meth:`lookup` would reuse now (0 below ``min_match``), without
+        counting a hit or touching the recency order."""
+        best = max((min(common_prefix(e.ids, ids), len(ids) - 1) for e in self._entries
+                    if e.policy_version == policy_version), default=0)
+        return best if best >= self.min_match else 0
+
     def lookup(self, ids: list[int], policy_version: int) -> tuple[int, KV] | None:
         """``(n, kv)``: the stored KV of ``ids[:n]`` (``n < len(ids)``: one token is left to prefill)."""
         best, best_n = None, 0
