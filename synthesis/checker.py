@@ -11,7 +11,6 @@ hands any other harness to an injected ``rollout`` callable.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import shutil
@@ -25,6 +24,7 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel, Field
 
 from environments.runner.procs import kill_group
+from environments.runner.verifier import read_checks
 
 log = logging.getLogger(__name__)
 
@@ -60,13 +60,7 @@ RolloutFn = Callable[[Path, str], Awaitable[CheckOutcome]]
 
 def _read_reward(logs: Path) -> tuple[float | None, dict[str, Any]]:
     verifier = logs / "verifier"
-    detail: dict[str, Any] = {}
-    if (verifier / "reward.json").is_file():
-        try:
-            data = json.loads((verifier / "reward.json").read_text(encoding="utf-8"))
-            detail = data.get("checks", {}) if isinstance(data, dict) else {}
-        except json.JSONDecodeError:
-            pass
+    detail = read_checks(verifier)
     try:
         return float((verifier / "reward.txt").read_text(encoding="utf-8").strip()), detail
     except (OSError, ValueError):

@@ -57,7 +57,8 @@ def fixture_ids(service, collection):
 '''
 
 #: How every checks-based verifier (claw and browser tasks) ends: run the checks block, then
-#: reward 1.0 only if every check passed and nothing raised; reward.txt + reward.json in OUT.
+#: reward 1.0 only if every check passed and nothing raised; reward.txt, reward.json (numeric
+#: only: ``reward`` and ``check.<name>`` 1/0) and checks.json (checks as booleans, error) in OUT.
 _SCORED_CHECKS = '''checks = {}
 error = None
 try:
@@ -69,9 +70,14 @@ reward = 1.0 if checks and error is None and all(checks.values()) else 0.0
 os.makedirs(OUT, exist_ok=True)
 with open(os.path.join(OUT, "reward.txt"), "w") as f:
     f.write(str(reward) + "\\n")
+metrics = {"reward": reward}
+metrics.update({"check." + name: int(ok) for name, ok in checks.items()})
 with open(os.path.join(OUT, "reward.json"), "w") as f:
-    json.dump({"reward": reward, "checks": checks, "error": error}, f, indent=2)
-print(json.dumps({"reward": reward, "checks": checks, "error": error}))
+    json.dump(metrics, f, indent=2)
+detail = {"reward": reward, "checks": checks, "error": error}
+with open(os.path.join(OUT, "checks.json"), "w") as f:
+    json.dump(detail, f, indent=2)
+print(json.dumps(detail))
 '''
 
 

@@ -16,7 +16,8 @@ Check kinds (paths relative to the workspace):
   quotes and dashes and non-breaking spaces (what LibreOffice's autocorrect may type) read as
   their ASCII forms. ``mimetype``: the package's ``mimetype`` entry must equal it (the file
   was saved in that ODF format).
-Reward 1.0 only when every check passes; ``reward.json`` lists each check's outcome.
+Reward 1.0 only when every check passes; ``reward.json`` is numeric (``reward`` and
+``check.<name>`` = 1/0, as Harbor reads it) and ``checks.json`` lists each check's outcome.
 """
 
 from __future__ import annotations
@@ -154,7 +155,11 @@ out = os.path.join(os.environ.get("LOGS_DIR") or "/logs", "verifier")
 os.makedirs(out, exist_ok=True)
 with open(os.path.join(out, "reward.txt"), "w") as f:
     f.write(str(reward) + "\n")
+metrics = {"reward": reward}
+metrics.update({"check." + name: int(ok) for name, ok in results.items()})
 with open(os.path.join(out, "reward.json"), "w") as f:
+    json.dump(metrics, f, indent=1)
+with open(os.path.join(out, "checks.json"), "w") as f:
     json.dump({"reward": reward, "checks": results}, f, indent=1)
 for name, ok in results.items():
     print(("PASS " if ok else "FAIL ") + name)

@@ -5,6 +5,10 @@
 numeric key of reward.json is a metric (kept per rollout), the reward is its ``reward`` key,
 else reward.txt, else its only metric. A crash, a timeout, or no readable finite reward is a :class:`VerifierError`; a
 nonzero exit that still wrote a reward is fine (many Harbor verifiers exit 1 on failure).
+
+Our verifiers keep reward.json numeric only, as Harbor requires (``reward`` plus
+``check.<name>`` = 1/0 per check), and write the details beside it in ``checks.json``
+(``{"reward", "checks": {name: bool}, "error": str | null, ...}``): see :func:`reward_files`.
 """
 
 from __future__ import annotations
@@ -18,6 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from environments.runner.procs import run_process, tail
+
+#: The side file (next to reward.json) with each check's outcome and any error text.
+CHECKS_FILE = "checks.json"
+#: reward.json key of check ``<name>``: ``check.<name>`` (cannot collide with ``reward``).
+CHECK_PREFIX = "check."
 
 
 class VerifierError(RuntimeError):
@@ -68,6 +77,31 @@ def _metrics(doc: dict[str, Any], where: Path) -> dict[str, float]:
     return out
 
 
+def reward_files(reward: float, checks: dict[str, bool], **detail: Any) -> tuple[dict[str, float], dict[str, Any]]:
+    """(reward.json, checks.json) documents as our verifiers write them: reward.json is
+    ``{"reward": r, "check.<name>": 1 | 0, ...}`` (numeric only, what Harbor accepts) and
+    checks.json ``{"reward": r, "checks": {name: bool}, **detail}`` (e.g. ``error``)."""
+    flat: dict[str, float] = {"reward": float(reward)}
+    flat.update({CHECK_PREFIX + name: int(bool(ok)) for name, ok in checks.items()})
+    return flat, {"reward": float(reward), "checks": {name: bool(ok) for name, ok in checks.items()}, **detail}
+
+
+def read_checks(verifier_logs: Path) -> dict[str, Any]:
+    """Each check's outcome: ``checks.json``'s ``checks``, else (tasks written before it) the
+    ``checks`` object of reward.json; ``{}`` when neither holds one."""
+    for name in (CHECKS_FILE, "reward.json"):
+        path = verifier_logs / name
+        if not path.is_file():
+            continue
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            continue
+        if isinstance(doc, dict) and isinstance(doc.get("checks"), dict):
+            return doc["checks"]
+    return {}
+
+
 def _read_text_reward(as_text: Path) -> float:
     text = as_text.read_text(encoding="utf-8", errors="replace").strip()
     first = text.split()[0] if text else ""
@@ -77,7 +111,7 @@ def _read_text_reward(as_text: Path) -> float:
 def read_reward(verifier_logs: Path) -> Verdict:
     """The reward the verifier wrote, as Harbor reads it: ``reward.json`` (every numeric key
     a metric; the reward is its ``reward`` key, else ``reward.txt``, else its only metric),
-    otherwise ``reward.txt`` (one float)."""
+    otherwise ``reward.txt`` (one float). Checks come from :func:`read_checks`."""
     as_json = verifier_logs / "reward.json"
     as_text = verifier_logs / "reward.txt"
     if as_json.is_file():
@@ -87,11 +121,11 @@ def read_reward(verifier_logs: Path) -> Verdict:
             raise VerifierError(f"{as_json}: invalid JSON ({exc})") from None
         if isinstance(doc, (int, float)) and not isinstance(doc, bool):
             reward = _parse_reward(doc, as_json)
-            return Verdict(reward=reward, metrics={"reward": reward})
+            return Verdict(reward=reward, checks=read_checks(verifier_logs), metrics={"reward": reward})
         if not isinstance(doc, dict):
             raise VerifierError(f"{as_json}: expected an object of numeric metrics")
         metrics = _metrics(doc, as_json)
-        checks = doc.get("checks") if isinstance(doc.get("checks"), dict) else {}
+        checks = read_checks(verifier_logs)
         if "reward" in doc:
             return Verdict(reward=_parse_reward(doc["reward"], as_json), checks=checks, metrics=metrics)
         if as_text.is_file():
@@ -100,7 +134,7 @@ def read_reward(verifier_logs: Path) -> Verdict:
             return Verdict(reward=next(iter(metrics.values())), checks=checks, metrics=metrics)
         raise VerifierError(f"{as_json}: no 'reward' key among metrics {sorted(metrics)} and no reward.txt")
     if as_text.is_file():
-        return Verdict(reward=_read_text_reward(as_text))
+        return Verdict(reward=_read_text_reward(as_text), checks=read_checks(verifier_logs))
     raise VerifierError(f"verifier wrote no reward ({as_text} missing)")
 
 
@@ -108,7 +142,7 @@ async def run_verifier(tests_dir: Path, *, env: dict[str, str], cwd: Path, verif
                        timeout: float) -> Verdict:
     """Run ``bash tests/test.sh`` and read its reward."""
     verifier_logs.mkdir(parents=True, exist_ok=True)
-    for stale in ("reward.txt", "reward.json"):
+    for stale in ("reward.txt", "reward.json", CHECKS_FILE):
         (verifier_logs / stale).unlink(missing_ok=True)
     out = verifier_logs / "test-output.log"
     result = await run_process(["bash", str(tests_dir / "test.sh")], env=env, cwd=cwd, log_path=out,

@@ -46,6 +46,19 @@ def harbor_parse(dirs: list[str | Path], *, python: Path | None = None, timeout:
     return {absolute[k]: v for k, v in json.loads(proc.stdout).items()}
 
 
+def harbor_read_rewards(logs_dirs: list[str | Path], *, python: Path | None = None,
+                        timeout: float = 300) -> dict[str, dict[str, Any]]:
+    """``{str(dir): {"ok", "rewards" | "error"}}``: each ``<dir>/verifier/reward.json`` (else
+    reward.txt) as Harbor's verifier parses it."""
+    interpreter = python or harbor_python()
+    absolute = {str(Path(d).resolve()): str(d) for d in logs_dirs}
+    proc = subprocess.run([str(interpreter), "-I", str(_SCRIPT), "--rewards", *absolute], capture_output=True,
+                          check=False, text=True, timeout=timeout, cwd="/")
+    if proc.returncode != 0:
+        raise HarborUnavailable(f"harbor_parse --rewards failed: {(proc.stderr.strip().splitlines() or ['?'])[-1]}")
+    return {absolute[k]: v for k, v in json.loads(proc.stdout).items()}
+
+
 def harbor_validate_atif(files: list[str | Path], *, python: Path | None = None, timeout: float = 300) -> dict[str, dict[str, Any]]:
     """``{str(file): {"ok", "steps" | "error"}}``: each file as Harbor's ATIF ``Trajectory`` reads it."""
     interpreter = python or harbor_python()

@@ -29,6 +29,8 @@ from typing import Any
 
 import httpx
 
+from environments.runner.verifier import CHECKS_FILE, reward_files
+
 log = logging.getLogger(__name__)
 
 DEFAULT_TEMPLATE = """You are grading whether a web-browsing agent completed a task.
@@ -193,13 +195,18 @@ def trajectory_summary(path: Path, limit: int = 40) -> tuple[str, str, str]:
 
 
 def write_reward(out_dir: Path, result: JudgeResult | None, error: str | None) -> float:
-    """``reward.txt`` + ``reward.json`` (checks: judge_passed); an error scores 0."""
+    """``reward.txt``, ``reward.json`` (numeric: ``reward``, ``check.judge_passed`` and, when
+    the judge answered, ``judge.score``) and ``checks.json`` (checks, the judge's reply, the
+    error); an error scores 0."""
     reward = result.reward if result is not None and error is None else 0.0
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "reward.txt").write_text(f"{reward}\n", encoding="utf-8")
-    doc = {"reward": reward, "checks": {"judge_passed": bool(result and result.passed and error is None)},
-           "judge": asdict(result) if result else None, "error": error}
-    (out_dir / "reward.json").write_text(json.dumps(doc, indent=2), encoding="utf-8")
+    flat, detail = reward_files(reward, {"judge_passed": bool(result and result.passed and error is None)},
+                                judge=asdict(result) if result else None, error=error)
+    if result is not None:
+        flat["judge.score"] = float(result.score)
+    (out_dir / "reward.json").write_text(json.dumps(flat, indent=2), encoding="utf-8")
+    (out_dir / CHECKS_FILE).write_text(json.dumps(detail, indent=2), encoding="utf-8")
     return reward
 
 

@@ -2,8 +2,9 @@
 
 A generated task's ``tests/test.sh`` is self-contained (stdlib Python only): it embeds the
 task's checks as JSON and the interpreter below, reads the services' ``/state`` and
-``/audit`` over HTTP, the agent's workspace and its final reply, and writes ``reward.txt``
-and ``reward.json`` with each check's outcome. Scoring ``all``: 1.0 only when every check
+``/audit`` over HTTP, the agent's workspace and its final reply, and writes ``reward.txt``,
+``reward.json`` (numeric only, as Harbor reads it: ``reward`` and ``check.<name>`` = 1/0) and
+``checks.json`` (each check's outcome as a boolean). Scoring ``all``: 1.0 only when every check
 passes; ``weighted``: Σ weight·passed / Σ weight (partial credit; ``weight`` defaults to 1).
 
 Check kinds (``where`` maps a dotted field to ``{op: arg}``; ops: eq, ne, in, contains,
@@ -147,7 +148,11 @@ out = os.path.join(LOGS, "verifier")
 os.makedirs(out, exist_ok=True)
 with open(os.path.join(out, "reward.txt"), "w") as fh:
     fh.write("%s\n" % reward)
+metrics = {"reward": reward}
+metrics.update({"check." + name: int(ok) for name, ok in results.items()})
 with open(os.path.join(out, "reward.json"), "w") as fh:
+    json.dump(metrics, fh, indent=1)
+with open(os.path.join(out, "checks.json"), "w") as fh:
     json.dump({"reward": reward, "checks": results}, fh, indent=1)
 print(json.dumps({"reward": reward, "checks": results}))
 '''

@@ -61,7 +61,9 @@ def test_verifier_scores_zero_when_sites_are_down(tmp_path: Path) -> None:
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     out = subprocess.run(["bash", str(task / "tests" / "test.sh")], env=env, capture_output=True, text=True, timeout=60, check=False)
     assert out.returncode == 0, out.stderr
-    doc = json.loads((logs / "verifier" / "reward.json").read_text())
+    flat = json.loads((logs / "verifier" / "reward.json").read_text())
+    doc = json.loads((logs / "verifier" / "checks.json").read_text())
+    assert flat["reward"] == 0.0 and all(isinstance(v, (int, float)) for v in flat.values())
     assert doc["reward"] == 0.0 and "URLError" in doc["error"]
 
 

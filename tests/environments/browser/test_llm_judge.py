@@ -95,7 +95,9 @@ def test_cli_writes_the_reward_files(tmp_path: Path) -> None:
         prompt = fake.requests[0]["messages"][0]["content"]
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "verifier" / "reward.txt").read_text().strip() == "1.0"
-    doc = json.loads((tmp_path / "verifier" / "reward.json").read_text())
+    flat = json.loads((tmp_path / "verifier" / "reward.json").read_text())
+    assert flat == {"reward": 1.0, "check.judge_passed": 1, "judge.score": 1.0}
+    doc = json.loads((tmp_path / "verifier" / "checks.json").read_text())
     assert doc["checks"] == {"judge_passed": True} and doc["judge"]["rationale"] == "correct"
     assert "Contact us <https://example.test/contact>" in prompt and '"action": "answer"' in prompt
 
@@ -106,5 +108,6 @@ def test_cli_without_an_endpoint_scores_zero(tmp_path: Path, monkeypatch: pytest
     from environments.verifiers.llm_judge import main
 
     assert main(["--instruction-file", str(tmp_path / "instruction.md"), "--out-dir", str(tmp_path / "v")]) == 0
-    doc = json.loads((tmp_path / "v" / "reward.json").read_text())
+    assert json.loads((tmp_path / "v" / "reward.json").read_text()) == {"reward": 0.0, "check.judge_passed": 0}
+    doc = json.loads((tmp_path / "v" / "checks.json").read_text())
     assert doc["reward"] == 0.0 and "OPENFORGE_JUDGE_URL" in doc["error"]

@@ -62,8 +62,10 @@ def _verify(task: Path, srv: ClawServer | None, tmp_path: Path) -> dict:
     out = _run(task / "tests" / "test.sh", srv, tmp_path)
     assert out.returncode == 0, out.stderr
     reward = float((tmp_path / "logs" / "verifier" / "reward.txt").read_text())
-    detail = json.loads((tmp_path / "logs" / "verifier" / "reward.json").read_text())
-    assert detail["reward"] == reward
+    flat = json.loads((tmp_path / "logs" / "verifier" / "reward.json").read_text())
+    detail = json.loads((tmp_path / "logs" / "verifier" / "checks.json").read_text())
+    assert detail["reward"] == reward  # reward.json numeric only (Harbor), details in checks.json
+    assert flat == {"reward": reward, **{f"check.{k}": int(v) for k, v in detail["checks"].items()}}
     return detail
 
 

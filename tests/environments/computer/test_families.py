@@ -53,7 +53,7 @@ def test_family_task_dir(family: str, difficulty: str, tmp_path: Path) -> None:
                          env={**os.environ, "WORKSPACE": str(ws), "LOGS_DIR": str(logs)})
     assert out.returncode == 0, out.stderr
     assert (logs / "verifier" / "reward.txt").read_text().strip() == "0.0"
-    assert not all(json.loads((logs / "verifier" / "reward.json").read_text())["checks"].values())
+    assert not all(json.loads((logs / "verifier" / "checks.json").read_text())["checks"].values())
 
 
 def test_registered_with_the_procedural_backend() -> None:

@@ -36,7 +36,10 @@ def run_checks(tmp_path: Path, checks: list[dict[str, Any]], files: dict[str, by
     out = subprocess.run(["bash", str(script)], cwd=ws, capture_output=True, text=True, timeout=60, check=False,
                          env={**os.environ, "WORKSPACE": str(ws), "LOGS_DIR": str(logs)})
     assert out.returncode == 0, out.stderr
-    return json.loads((logs / "verifier" / "reward.json").read_text())
+    flat = json.loads((logs / "verifier" / "reward.json").read_text())
+    doc = json.loads((logs / "verifier" / "checks.json").read_text())
+    assert flat == {"reward": doc["reward"], **{f"check.{k}": int(v) for k, v in doc["checks"].items()}}
+    return doc
 
 
 def odt_from_content(body: str, mimetype: str = ODT_MIMETYPE) -> bytes:

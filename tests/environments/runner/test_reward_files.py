@@ -1,6 +1,7 @@
 """Reward files as Harbor reads them (environments/runner/verifier.py): reward.json first,
 every numeric key a metric; the reward is its ``reward`` key, else reward.txt, else its only
-metric; our older ``{"reward", "checks"}`` documents still read."""
+metric; checks from the ``checks.json`` side file our verifiers write, else from our older
+``{"reward", "checks"}`` reward.json documents."""
 
 from __future__ import annotations
 
@@ -9,7 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from environments.runner.verifier import VerifierError, read_reward
+from environments.runner.verifier import (
+    CHECKS_FILE,
+    VerifierError,
+    read_reward,
+    reward_files,
+)
 
 
 def _write(tmp_path: Path, doc: object | None = None, text: str | None = None) -> Path:
@@ -53,3 +59,27 @@ def test_non_finite_metric_is_an_error(tmp_path: Path) -> None:
 def test_reward_txt_alone(tmp_path: Path) -> None:
     v = read_reward(_write(tmp_path, None, "1\n"))
     assert v.reward == 1.0 and v.metrics == {}
+
+
+def test_our_reward_files_are_numeric_with_checks_beside(tmp_path: Path) -> None:
+    flat, detail = reward_files(0.0, {"sent": True, "reward": False}, error="URLError: down")
+    assert flat == {"reward": 0.0, "check.sent": 1, "check.reward": 0}  # a check named 'reward' cannot collide
+    assert detail == {"reward": 0.0, "checks": {"sent": True, "reward": False}, "error": "URLError: down"}
+    _write(tmp_path, flat)
+    (tmp_path / CHECKS_FILE).write_text(json.dumps(detail))
+    v = read_reward(tmp_path)
+    assert v.reward == 0.0 and v.checks == {"sent": True, "reward": False}
+    assert v.metrics == {"reward": 0.0, "check.sent": 1.0, "check.reward": 0.0}
+
+
+def test_side_file_checks_with_reward_txt_only(tmp_path: Path) -> None:
+    _write(tmp_path, None, "1\n")
+    (tmp_path / CHECKS_FILE).write_text(json.dumps({"reward": 1.0, "checks": {"a": True}}))
+    assert read_reward(tmp_path).checks == {"a": True}
+
+
+def test_a_broken_side_file_leaves_the_reward(tmp_path: Path) -> None:
+    _write(tmp_path, {"reward": 1, "checks": {"old": True}})
+    (tmp_path / CHECKS_FILE).write_text("{not json")
+    v = read_reward(tmp_path)
+    assert v.reward == 1.0 and v.checks == {"old": True}

@@ -59,7 +59,12 @@ reward = 1.0 if checks and error is None and all(checks.values()) else 0.0
 os.makedirs(OUT, exist_ok=True)
 with open(os.path.join(OUT, "reward.txt"), "w") as f:
     f.write(str(reward) + "\n")
+metrics = {"reward": reward}
+metrics.update({"check." + name: int(ok) for name, ok in checks.items()})
 with open(os.path.join(OUT, "reward.json"), "w") as f:
-    json.dump({"reward": reward, "checks": checks, "error": error}, f, indent=2)
-print(json.dumps({"reward": reward, "checks": checks, "error": error}))
+    json.dump(metrics, f, indent=2)
+detail = {"reward": reward, "checks": checks, "error": error}
+with open(os.path.join(OUT, "checks.json"), "w") as f:
+    json.dump(detail, f, indent=2)
+print(json.dumps(detail))
 PYEOF
