@@ -9,8 +9,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
+from environments.records import RolloutResult
 from environments.taskdir import TaskDir
 from openforge.presets import Preset
 from training.evaluation.behaviour import Trajectory as BehaviourTrajectory
@@ -29,6 +30,9 @@ class HarnessEval(BaseModel):
     pass_at: dict[int, float]
     pass_hat: dict[int, float]
     outcomes: dict[str, int]
+    #: Mean of each verifier metric (every numeric key of reward.json: ``reward``, our
+    #: ``check.<name>`` 1/0, a Harbor task's own) over the scored rollouts that report it.
+    metrics: dict[str, float] = Field(default_factory=dict)
 
 
 class EvalReport(BaseModel):
@@ -82,6 +86,7 @@ async def evaluate(
     outcomes: list[Outcome] = []
     trajectories: list[BehaviourTrajectory] = []
     per_harness_outcomes: dict[str, dict[str, int]] = {}
+    per_harness_metrics: dict[str, dict[str, float]] = {}
     tools_by_task = {t.id: _tool_names(t) for t in tasks}
     try:
         for harness in harnesses:
@@ -90,6 +95,7 @@ async def evaluate(
                 results = await service.run_groups(tasks, n, role="eval", tag=harness)
                 calls = service.calls_of(results)
             per_harness_outcomes[harness] = outcome_counts(results)
+            per_harness_metrics[harness] = metric_means(results)
             for r in results:
                 outcomes.append(Outcome(r.task_id or "?", harness, (r.reward or 0.0) if r.trainable else None))
                 if r.trainable:
@@ -100,7 +106,8 @@ async def evaluate(
     table = [
         HarnessEval(harness=s.harness, tasks=s.tasks, samples=s.samples, mean_reward=s.mean_reward,
                     stderr=standard_error([o.reward for o in outcomes if o.harness == s.harness and o.reward is not None]),
-                    pass_at=s.pass_at, pass_hat=s.pass_hat, outcomes=per_harness_outcomes.get(s.harness, {}))
+                    pass_at=s.pass_at, pass_hat=s.pass_hat, outcomes=per_harness_outcomes.get(s.harness, {}),
+                    metrics=per_harness_metrics.get(s.harness, {}))
         for s in score(outcomes, ks=range(1, k + 1))
     ]
     per_task: dict[str, list[float]] = {}
@@ -112,6 +119,19 @@ async def evaluate(
         capabilities=capabilities(trajectories), tool_usage=dict(tool_usage(trajectories).most_common()),
         per_task_reward={t: sum(v) / len(v) for t, v in sorted(per_task.items())}, seconds=time.perf_counter() - t0,
     )
+
+
+def metric_means(results: Sequence[RolloutResult]) -> dict[str, float]:
+    """Each verifier metric's mean over the scored (trainable) rollouts that report it, by name."""
+    sums: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    for r in results:
+        if not r.trainable:
+            continue
+        for name, value in r.metrics.items():
+            sums[name] = sums.get(name, 0.0) + value
+            counts[name] = counts.get(name, 0) + 1
+    return {name: sums[name] / counts[name] for name in sorted(sums)}
 
 
 def standard_error(values: Sequence[float]) -> float:
@@ -131,11 +151,14 @@ def compare_png(reports: Sequence[EvalReport], path: str | Path) -> Path:
 
 
 def summary_rows(reports: Sequence[EvalReport]) -> list[dict[str, Any]]:
+    """One row per checkpoint and harness; ``metrics`` holds each verifier metric's mean
+    (``reward`` left out: it is ``mean_reward``'s column)."""
     rows = []
     for r in reports:
         for h in r.harnesses:
             rows.append({"checkpoint": r.label, "harness": h.harness, "tasks": h.tasks, "samples": h.samples,
                          "mean_reward": round(h.mean_reward, 4), "stderr": round(h.stderr, 4),
                          **{f"pass@{k}": round(v, 4) for k, v in h.pass_at.items()},
-                         **{f"pass^{k}": round(v, 4) for k, v in h.pass_hat.items()}})
+                         **{f"pass^{k}": round(v, 4) for k, v in h.pass_hat.items()},
+                         "metrics": {name: round(v, 4) for name, v in h.metrics.items() if name != "reward"}})
     return rows
