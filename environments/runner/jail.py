@@ -110,6 +110,9 @@ class Jail:
 
     kind: str
     agent_uid: int | None = None
+    #: The harness's gid in a ``uid`` jail (None: ``agent_uid``; a task's ``[agent] user``
+    #: brings its own group).
+    agent_gid: int | None = None
     #: Sandbox paths the agent must not see (tests dir, verifier logs): tmpfs in ``userns``.
     hidden: list[Path] = field(default_factory=list)
     bwrap: str | None = None
@@ -141,6 +144,13 @@ class Jail:
         """The uid the harness is started as (``uid`` jail), else None (the runner's own)."""
         return self.agent_uid if self.kind == "uid" else None
 
+    @property
+    def group(self) -> int | None:
+        """The gid the harness is started as (``uid`` jail), else None."""
+        if self.kind != "uid":
+            return None
+        return self.agent_gid if self.agent_gid is not None else self.agent_uid
+
     def hand_over(self, paths: list[Path]) -> None:
         """Make ``paths`` (recursively) the agent's (``uid`` jail)."""
         if self.kind != "uid" or self.agent_uid is None:
@@ -148,10 +158,7 @@ class Jail:
         for path in paths:
             if not path.exists():
                 continue
-            os.chown(path, self.agent_uid, self.agent_uid)
-            for root, dnames, fnames in os.walk(path):
-                for name in dnames + fnames:
-                    os.chown(os.path.join(root, name), self.agent_uid, self.agent_uid, follow_symlinks=False)
+            chown_tree(path, self.agent_uid, self.group if self.group is not None else self.agent_uid)
 
     # -- emptying -----------------------------------------------------------------------
     @property
@@ -183,7 +190,7 @@ class Jail:
     def _sweep_uid(self) -> None:
         assert self.agent_uid is not None
         code = "import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept ProcessLookupError:\n    pass\n"
-        subprocess.run([sys.executable, "-S", "-c", code], user=self.agent_uid, group=self.agent_uid,
+        subprocess.run([sys.executable, "-S", "-c", code], user=self.agent_uid, group=self.group,
                        extra_groups=[], env={}, timeout=10, check=False)
 
     def _remove_scratch(self) -> None:
@@ -231,6 +238,14 @@ class Jail:
 
     async def empty(self, timeout: float = EMPTY_TIMEOUT_S) -> int:
         return await asyncio.to_thread(self.empty_sync, timeout)
+
+
+def chown_tree(path: Path, uid: int, gid: int) -> None:
+    """``path`` and everything under it (symlinks themselves, not their targets) to uid:gid."""
+    os.chown(path, uid, gid)
+    for root, dnames, fnames in os.walk(path):
+        for name in dnames + fnames:
+            os.chown(os.path.join(root, name), uid, gid, follow_symlinks=False)
 
 
 def choose_jail(requested: str, *, agent_uid: int | None, hidden: list[Path], tmp_size_mb: int | None = None) -> Jail:

@@ -32,6 +32,11 @@ class RunnerOptions:
     service_timeout: float = 60.0
     agent_jail: str = "none"  # environments/runner/jail.py: auto | userns | uid | none (backends choose)
     agent_uid: int | None = None  # the harness's uid in a ``uid`` jail
+    #: task.toml ``[agent] user`` / ``[verifier] user`` to honour (name or uid, resolved in the
+    #: sandbox's /etc/passwd; environments/runner/users.py). The backend passes them only where
+    #: it can: the agent's needs the ``uid`` jail, the verifier's a root runner.
+    agent_user: str | None = None
+    verifier_user: str | None = None
 
 
 def _root_default(env_name: str, sub: str, harbor: str) -> Path:
@@ -60,6 +65,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--agent-jail", choices=("auto", "userns", "uid", "none"), default="none",
                    help="where the harness runs (environments/runner/jail.py)")
     p.add_argument("--agent-uid", type=int, help="the harness's uid with --agent-jail uid")
+    p.add_argument("--agent-user", help="run the harness as this sandbox user (name, uid, user:group; needs --agent-jail uid)")
+    p.add_argument("--verifier-user", help="run tests/test.sh as this sandbox user (name, uid, user:group; needs a root runner)")
     return p
 
 
@@ -86,5 +93,6 @@ def parse_options(argv: list[str] | None = None) -> RunnerOptions:
         solution_dir=solution.resolve() if solution else None,
         base_url=a.base_url or None, token=a.token or None, model=a.model, harness_options=hopts,
         agent_timeout=a.agent_timeout, verifier_timeout=a.verifier_timeout, service_timeout=a.service_timeout,
-        agent_jail=a.agent_jail, agent_uid=a.agent_uid,
+        agent_jail=a.agent_jail, agent_uid=a.agent_uid, agent_user=a.agent_user or None,
+        verifier_user=a.verifier_user or None,
     )

@@ -57,12 +57,13 @@ async def stop_process(proc: asyncio.subprocess.Process, grace: float = KILL_GRA
 
 
 async def spawn(argv: list[str], *, env: dict[str, str], cwd: Path, log_path: Path,
-                user: int | None = None) -> asyncio.subprocess.Process:
+                user: int | None = None, group: int | None = None) -> asyncio.subprocess.Process:
     """Start ``argv`` in a new session, stdin from /dev/null, stdout+stderr to ``log_path``;
-    with ``user``, as that uid/gid with no supplementary groups (the ``uid`` agent jail)."""
+    with ``user``, as that uid and ``group`` (default: gid = uid) with no supplementary groups
+    (the ``uid`` agent jail, a task's ``[verifier] user``)."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     out = await asyncio.to_thread(open, log_path, "ab")
-    as_user = {"user": user, "group": user, "extra_groups": []} if user is not None else {}
+    as_user = {"user": user, "group": user if group is None else group, "extra_groups": []} if user is not None else {}
     with out:
         return await asyncio.create_subprocess_exec(
             *argv, cwd=str(cwd), env=env, stdin=asyncio.subprocess.DEVNULL, stdout=out,
@@ -70,10 +71,10 @@ async def spawn(argv: list[str], *, env: dict[str, str], cwd: Path, log_path: Pa
 
 
 async def run_process(argv: list[str], *, env: dict[str, str], cwd: Path, log_path: Path,
-                      timeout: float | None, user: int | None = None) -> ProcResult:
+                      timeout: float | None, user: int | None = None, group: int | None = None) -> ProcResult:
     """Run to completion or ``timeout`` (None: no limit); the process group is always killed afterwards."""
     start = time.monotonic()
-    proc = await spawn(argv, env=env, cwd=cwd, log_path=log_path, user=user)
+    proc = await spawn(argv, env=env, cwd=cwd, log_path=log_path, user=user, group=group)
     timed_out = False
     try:
         await asyncio.wait_for(proc.wait(), timeout)

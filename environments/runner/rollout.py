@@ -35,10 +35,11 @@ from environments.runner.artifacts import collect_task_artifacts, hand_over_arti
 from environments.runner.classify import classify_exit
 from environments.runner.finish import post_agent_done
 from environments.runner.healthcheck import HealthcheckError, wait_healthy
-from environments.runner.jail import Jail, JailError, choose_jail
+from environments.runner.jail import Jail, JailError, choose_jail, chown_tree
 from environments.runner.options import RunnerOptions
 from environments.runner.procs import run_process, tail
 from environments.runner.services import ServiceError, ServiceGroup
+from environments.runner.users import SandboxUser, UserError, resolve_user
 from environments.runner.verifier import VerifierError, run_verifier, wait_for_tests
 from environments.taskdir import envvars
 from environments.taskdir.model import TaskConfig, normalize_raw
@@ -143,7 +144,11 @@ async def run_rollout(opts: RunnerOptions, emit: Callable[[str], None] = _print_
             jail = choose_jail(opts.agent_jail, agent_uid=opts.agent_uid,
                                hidden=[opts.tests_dir, opts.logs_dir / "verifier"],
                                tmp_size_mb=int(cfg.environment.storage_mb))
-        except JailError as exc:
+            if opts.agent_user is not None:
+                agent_as = honour_agent_user(jail, opts.agent_user)
+                log.info("[agent] user = %r: the harness runs as uid %d gid %d", opts.agent_user, agent_as.uid, agent_as.gid)
+            verifier_as = verifier_identity(opts.verifier_user)
+        except (JailError, UserError) as exc:
             raise _Stop(Outcome.infra_error, ErrorKind.start_failed, str(exc)) from None
         report.agent_jail = jail.kind
         env = {**sandbox_env(opts), **phases.get("environment", {})}
@@ -215,7 +220,8 @@ async def run_rollout(opts: RunnerOptions, emit: Callable[[str], None] = _print_
             argv = jail.wrap(plan.argv, home=home, env_home=harness_env.get("HOME"))
             try:
                 result = await run_process(argv, env=harness_env, cwd=plan.cwd or opts.workspace,
-                                           log_path=agent_log, timeout=step_agent_timeout, user=jail.user)
+                                           log_path=agent_log, timeout=step_agent_timeout, user=jail.user,
+                                           group=jail.group)
             except OSError as exc:  # exec failed: binary vanished, not executable, ...
                 raise _Stop(Outcome.infra_error, ErrorKind.harness_crash, f"harness {harness.name}: {exc}") from None
             # Nothing the agent started may outlive its phase (daemons, setsid, double forks).
@@ -256,9 +262,16 @@ async def run_rollout(opts: RunnerOptions, emit: Callable[[str], None] = _print_
                 verifier_home = Path(tempfile.mkdtemp(prefix="openforge-verifier-home-"))
                 verifier_env = {**env, **phases.get("verifier", {}), "HOME": str(verifier_home),
                                 "TMPDIR": str(verifier_home), "PYTHONNOUSERSITE": "1"}
+                if verifier_as is not None:  # its HOME, tests and reward dir are that user's
+                    for path in (verifier_home, opts.tests_dir, opts.logs_dir / "verifier"):
+                        await asyncio.to_thread(chown_tree, path, verifier_as.uid, verifier_as.gid)
+                    if verifier_as.name:
+                        verifier_env.update(USER=verifier_as.name, LOGNAME=verifier_as.name)
                 try:
                     v = await run_verifier(opts.tests_dir, env=verifier_env, cwd=opts.workspace,
-                                           verifier_logs=opts.logs_dir / "verifier", timeout=step_verifier_timeout)
+                                           verifier_logs=opts.logs_dir / "verifier", timeout=step_verifier_timeout,
+                                           user=verifier_as.uid if verifier_as else None,
+                                           group=verifier_as.gid if verifier_as else None)
                 finally:
                     timings[f"verifier{key}"] = round(time.monotonic() - t, 3)
                     shutil.rmtree(verifier_home, ignore_errors=True)
@@ -309,6 +322,32 @@ async def run_rollout(opts: RunnerOptions, emit: Callable[[str], None] = _print_
         timings["total"] = round(time.monotonic() - start, 3)
         report.timings = timings
     return report
+
+
+def honour_agent_user(jail: Jail, value: str) -> SandboxUser:
+    """Make the ``uid`` jail run the harness as task.toml's ``[agent] user``; one-line
+    refusal when the jail cannot switch users or the user is root (the jail's sweep and
+    leftover checks work by uid: a root agent could reach the verifier)."""
+    if jail.kind != "uid":
+        raise JailError(f"[agent] user = {value!r}: needs the 'uid' agent jail (--agent-jail uid), not {jail.kind!r}")
+    who = resolve_user(value, "[agent] user")
+    if who.uid == 0:
+        raise UserError(f"[agent] user = {value!r} is uid 0: the agent never runs as root (it could reach the verifier)")
+    jail.agent_uid, jail.agent_gid = who.uid, who.gid
+    return who
+
+
+def verifier_identity(value: str | None) -> SandboxUser | None:
+    """task.toml's ``[verifier] user`` to run tests/test.sh as; None when it is the runner's
+    own. Switching needs a root runner (one-line refusal otherwise)."""
+    if value is None:
+        return None
+    who = resolve_user(value, "[verifier] user")
+    if (who.uid, who.gid) == (os.geteuid(), os.getegid()):
+        return None
+    if os.geteuid() != 0:
+        raise UserError(f"[verifier] user = {value!r}: the runner (uid {os.geteuid()}) cannot switch to uid {who.uid}")
+    return who
 
 
 def _meets(threshold: float | dict[str, float] | None, rewards: dict[str, float]) -> bool:

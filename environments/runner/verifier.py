@@ -139,14 +139,14 @@ def read_reward(verifier_logs: Path) -> Verdict:
 
 
 async def run_verifier(tests_dir: Path, *, env: dict[str, str], cwd: Path, verifier_logs: Path,
-                       timeout: float) -> Verdict:
-    """Run ``bash tests/test.sh`` and read its reward."""
+                       timeout: float, user: int | None = None, group: int | None = None) -> Verdict:
+    """Run ``bash tests/test.sh`` (as ``user``:``group`` when given) and read its reward."""
     verifier_logs.mkdir(parents=True, exist_ok=True)
     for stale in ("reward.txt", "reward.json", CHECKS_FILE):
         (verifier_logs / stale).unlink(missing_ok=True)
     out = verifier_logs / "test-output.log"
     result = await run_process(["bash", str(tests_dir / "test.sh")], env=env, cwd=cwd, log_path=out,
-                               timeout=timeout)
+                               timeout=timeout, user=user, group=group)
     if result.timed_out:
         raise VerifierError(f"tests/test.sh timed out after {timeout:.0f}s")
     try:

@@ -17,7 +17,9 @@
   limits from task.toml, ``init`` reaping zombies;
 - user: not root. As root on the host the agent is ``OPENFORGE_SANDBOX_UID`` (1000): the
   image gets a last layer chowning WORKDIR to it (``images.agent_user_layer``) and its
-  bind-mounted ``/logs`` and ``/tests`` are handed over; as anyone else it runs as us;
+  bind-mounted ``/logs`` and ``/tests`` are handed over; as anyone else it runs as us. A
+  task's ``[agent] user`` / ``[verifier] user`` (not root for the agent) are what the root
+  runner switches to (``task_support.task_users``; WORKDIR then keeps the image's owner);
 - Harbor paths: ``/task`` (ro), ``/logs``, ``/tests`` and ``/solution`` (oracle only) are
   binds of the rollout's host dirs. Tests are copied into the bound ``/tests`` on the
   runner's phase line (``put_archive`` cannot write into a read-only root or a tmpfs);
@@ -41,9 +43,9 @@ from typing import Any
 from environments.records import ErrorKind, RolloutSpec
 from openforge.settings import get_settings
 from training.orchestrator.backend import SandboxError, SandboxExit, SandboxHandle
+from training.orchestrator.compose import ComposeError, ComposePlan, read_compose
 from training.orchestrator.config import get_orchestrator_settings
 from training.orchestrator.follow import RunnerFollower
-from training.orchestrator.compose import ComposeError, ComposePlan, read_compose
 from training.orchestrator.images import (
     ImageBuildError,
     TaskImage,
@@ -67,7 +69,12 @@ from training.orchestrator.runtime import (
     with_relay,
 )
 from training.orchestrator.sandbox_fs import runtime_view
-from training.orchestrator.task_support import check_supported, not_honoured, task_env
+from training.orchestrator.task_support import (
+    check_supported,
+    not_honoured,
+    task_env,
+    task_users,
+)
 
 log = logging.getLogger(__name__)
 
@@ -162,11 +169,12 @@ class DockerBackend:
         return os.getuid() or self.settings.sandbox_uid
 
     async def _image(self, task_path: Path, build_timeout: float, docker_image: str | None = None,
-                     workdir: str | None = None, ignore_dockerfile: bool = False) -> tuple[TaskImage, dict[str, str]]:
+                     workdir: str | None = None, ignore_dockerfile: bool = False,
+                     own_workdir: bool = True) -> tuple[TaskImage, dict[str, str]]:
         """The task's image and its configured env; memoized per environment-dir content.
         ``docker_image``: an image-only task's ``[environment] docker_image`` (the image used
         as is, mapped through the alias table when it is not here)."""
-        key = await asyncio.to_thread(environment_key, task_path) + f":{docker_image or ''}:{workdir or ''}"
+        key = await asyncio.to_thread(environment_key, task_path) + f":{docker_image or ''}:{workdir or ''}:{own_workdir}"
         lock = self._build_locks.setdefault(str(task_path), asyncio.Lock())
         async with lock:
             if key not in self._images:
@@ -174,7 +182,7 @@ class DockerBackend:
                                          aliases=self.settings.image_aliases, timeout=build_timeout,
                                          mounted=tuple(runtime_mounts()), agent_uid=self.agent_uid or None,
                                          docker_image=docker_image, workdir=workdir,
-                                         ignore_dockerfile=ignore_dockerfile)
+                                         ignore_dockerfile=ignore_dockerfile, own_workdir=own_workdir)
                 env: dict[str, str] = {}
                 img = await self._call(self.client.images.get, image.tag)
                 for item in (img.attrs.get("Config") or {}).get("Env") or []:
@@ -213,10 +221,18 @@ class DockerBackend:
                 raise SandboxError(f"{task.compose_file}: services.main.build: environment/Dockerfile missing",
                                    kind=ErrorKind.build_failed)
         docker_image = compose.main.image if compose is not None and compose.main.image else task.docker_image
+        # Root in the container runs the runner, services and verifier; the harness runs as the
+        # agent uid (agent jail ``uid``). As anyone but root on the host, everything runs as us.
+        jail_uid = self.agent_uid if os.getuid() == 0 and self.agent_uid else None
+        # task.toml [agent]/[verifier] user: the root runner switches to them (resolved in the
+        # image); an agent user keeps the image's WORKDIR ownership, as in Harbor.
+        agent_user, verifier_user, user_notes = task_users(task, jail_uid) if jail_uid else (None, None, [])
+        handle.notes.extend(f"not honoured: {n}" for n in user_notes)
         try:
             image, image_env = await self._image(task.path, task.config.environment.build_timeout_sec,
                                                  docker_image, task.config.environment.workdir,
-                                                 ignore_dockerfile=bool(compose and compose.main.image))
+                                                 ignore_dockerfile=bool(compose and compose.main.image),
+                                                 own_workdir=agent_user is None)
         except ImageBuildError as exc:
             raise SandboxError(str(exc), kind=ErrorKind.build_failed) from exc
         except APIError as exc:
@@ -231,13 +247,11 @@ class DockerBackend:
         python = self.settings.sandbox_python or sys.executable
         # Harbor: [environment] workdir wins, then compose main's working_dir, then the image's.
         workdir = task.config.environment.workdir or (compose.main.working_dir if compose else None) or image.workdir
-        # Root in the container runs the runner, services and verifier; the harness runs as the
-        # agent uid (agent jail ``uid``). As anyone but root on the host, everything runs as us.
-        jail_uid = self.agent_uid if os.getuid() == 0 and self.agent_uid else None
         cmd = runner_command(spec, python=python, task_dir="/task", workspace=workdir, logs_dir="/logs",
                              tests_dir="/tests", solution_dir="/solution" if oracle else None,
                              agent_timeout=None, verifier_timeout=None,
-                             agent_jail="uid" if jail_uid else "none", agent_uid=jail_uid)
+                             agent_jail="uid" if jail_uid else "none", agent_uid=jail_uid,
+                             agent_user=agent_user, verifier_user=verifier_user)
         mounts = [
             Mount("/task", str(dirs.task), type="bind", read_only=True),
             Mount("/logs", str(dirs.logs), type="bind"),
@@ -269,7 +283,10 @@ class DockerBackend:
             env_cfg["PATH"] = f"{env_cfg.get('PATH') or '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'}:{RUNTIME_BIN}"
         env = sandbox_env(spec, dockerfile_env=env_cfg, home=env_cfg.get("HOME", "/tmp"))
         env.update(task_env(task))
-        handle.notes.extend(f"not honoured: {n}" for n in not_honoured(task, self.name))
+        handle.notes.extend(f"not honoured: {n}" for n in not_honoured(task, self.name, switches_users=bool(jail_uid)))
+        for note in handle.notes:
+            if note.startswith("not honoured: "):
+                log.info("rollout %s: %s", spec.rollout_id, note)
         env_cfg_res = task.config.environment
         user, caps = None, []
         if jail_uid:

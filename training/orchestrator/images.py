@@ -159,21 +159,22 @@ def environment_key(task_path: Path) -> str:
     return f"{task_path}:{content_hash(task_path)}"
 
 
-def agent_user_layer(uid: int, mounted: tuple[str, ...] = ()) -> str:
+def agent_user_layer(uid: int, mounted: tuple[str, ...] = (), *, own_workdir: bool = True) -> str:
     """Dockerfile lines that let a non-root agent (``uid``) own its WORKDIR (the workspace
-    volume is seeded from it, ownership included) and reach the host paths mounted at run
-    time (an image's ``/root`` is 0700, the host interpreter may live under it)."""
+    volume is seeded from it, ownership included; not with ``own_workdir=False``: a task's
+    own ``[agent] user`` keeps the image's ownership, as in Harbor) and reach the host paths
+    mounted at run time (an image's ``/root`` is 0700, the host interpreter may live under it)."""
     ancestors = sorted({str(a) for m in mounted for a in PurePosixPath(m).parents if str(a) != "/"})
-    lines = ["USER root",
-             f'RUN if [ "$(pwd)" != / ]; then chown -R {uid}:{uid} .; fi'
-             + "".join(f'; if [ -d "{a}" ]; then chmod o+x "{a}"; fi' for a in ancestors)]
+    steps = [f'if [ "$(pwd)" != / ]; then chown -R {uid}:{uid} .; fi'] if own_workdir else []
+    steps += [f'if [ -d "{a}" ]; then chmod o+x "{a}"; fi' for a in ancestors]
+    lines = ["USER root", "RUN " + ("; ".join(steps) if steps else "true")]
     return "\n".join(lines) + "\n"
 
 
 def build_task_image(client: Any, task_path: Path, *, base: str, aliases: dict[str, str],
                      timeout: float = 600.0, mounted: tuple[str, ...] = (), agent_uid: int | None = None,
                      docker_image: str | None = None, workdir: str | None = None,
-                     ignore_dockerfile: bool = False) -> TaskImage:
+                     ignore_dockerfile: bool = False, own_workdir: bool = True) -> TaskImage:
     """Build (or find cached) the image of ``task_path/environment/Dockerfile``. Blocking.
     With ``agent_uid``, a last layer (:func:`agent_user_layer`) readies it for that user.
     Without a Dockerfile (or with ``ignore_dockerfile``: a compose main service's ``image``),
@@ -205,7 +206,7 @@ def build_task_image(client: Any, task_path: Path, *, base: str, aliases: dict[s
     if missing:
         raise ImageBuildError(f"{dockerfile}: {missing}")
     if agent_uid:
-        text = text.rstrip("\n") + "\n" + agent_user_layer(agent_uid, mounted)
+        text = text.rstrip("\n") + "\n" + agent_user_layer(agent_uid, mounted, own_workdir=own_workdir)
     image_ids = ""
     for used in sorted({v for k, v in mapping.items() if not k.startswith("COPY")}):
         try:

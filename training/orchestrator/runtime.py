@@ -63,6 +63,8 @@ def runner_command(
     verifier_timeout: float | None,
     agent_jail: str | None = None,
     agent_uid: int | None = None,
+    agent_user: str | None = None,
+    verifier_user: str | None = None,
 ) -> list[str]:
     cmd = [python, "-P", "-m", "environments.runner", "--task-dir", task_dir, "--harness", spec.harness,
            "--workspace", workspace, "--logs-dir", logs_dir, "--tests-dir", tests_dir]
@@ -84,6 +86,10 @@ def runner_command(
         cmd += ["--agent-jail", agent_jail]
     if agent_uid is not None:
         cmd += ["--agent-uid", str(agent_uid)]
+    if agent_user is not None:
+        cmd += ["--agent-user", agent_user]
+    if verifier_user is not None:
+        cmd += ["--verifier-user", verifier_user]
     return cmd
 
 

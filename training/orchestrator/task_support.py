@@ -7,6 +7,8 @@
   runner's ``agent_done step=<name>`` line); Kubernetes refuses them in one line.
 - ``[environment].env`` / ``[verifier].env`` / ``[solution].env`` are resolved on the host
   (``${VAR}``, ``${VAR:-default}``) and handed to the runner (``envvars.PHASE_ENV``).
+- ``[agent] user`` / ``[verifier] user``: honoured where the runner can switch users (docker
+  with a root runner: :func:`task_users`), else noted on the rollout (:func:`not_honoured`).
 """
 
 from __future__ import annotations
@@ -41,13 +43,43 @@ def check_supported(task: TaskDir, backend: str) -> None:
                            f"need the docker backend (--backend docker), not {backend}", kind=ErrorKind.start_failed)
 
 
-def not_honoured(task: TaskDir, backend: str) -> list[str]:
-    """Harbor fields this backend reads but cannot honour, one note each (never silent)."""
+_ROOT_NAMES = ("root", "0")
+
+
+def task_users(task: TaskDir, agent_uid: int | None) -> tuple[str | None, str | None, list[str]]:
+    """(agent user, verifier user, notes) for a runner that can switch users (root, the
+    ``uid`` agent jail with ``agent_uid``): both passed on as written (the runner resolves
+    them in the image's /etc/passwd), except a root agent, which stays on ``agent_uid``
+    (the jail works by uid: a root agent could reach the verifier); per-step users are noted."""
     cfg, notes = task.config, []
-    if cfg.agent.user is not None:
-        notes.append(f"[agent] user = {cfg.agent.user!r}: the agent runs as the sandbox's agent uid")
-    if cfg.verifier.user is not None:
-        notes.append(f"[verifier] user = {cfg.verifier.user!r}: the verifier runs as the runner's user")
+    agent = None if cfg.agent.user is None else str(cfg.agent.user)
+    if agent is not None and agent.partition(":")[0] in _ROOT_NAMES:
+        notes.append(f"[agent] user = {cfg.agent.user!r}: the agent runs as the jail's uid {agent_uid}, never root "
+                     "(it could reach the verifier)")
+        agent = None
+    verifier = None if cfg.verifier.user is None else str(cfg.verifier.user)
+    notes += _step_user_notes(task)
+    return agent, verifier, notes
+
+
+def _step_user_notes(task: TaskDir) -> list[str]:
+    return [f"[[steps]] {step.name}: {phase} user = {section.user!r}: per-step users are not honoured "
+            "(the task's own is used)"
+            for step in task.config.steps or [] for phase, section in (("agent", step.agent), ("verifier", step.verifier))
+            if section.user is not None]
+
+
+def not_honoured(task: TaskDir, backend: str, *, switches_users: bool = False) -> list[str]:
+    """Harbor fields this backend reads but cannot honour, one note each (never silent).
+    ``switches_users``: the runner honours ``[agent]``/``[verifier] user`` (:func:`task_users`
+    notes what it cannot)."""
+    cfg, notes = task.config, []
+    if not switches_users:
+        if cfg.agent.user is not None:
+            notes.append(f"[agent] user = {cfg.agent.user!r}: the agent runs as the sandbox's agent uid")
+        if cfg.verifier.user is not None:
+            notes.append(f"[verifier] user = {cfg.verifier.user!r}: the verifier runs as the runner's user")
+        notes += _step_user_notes(task)
     modes = {cfg.environment.network_mode, cfg.agent.network_mode, cfg.verifier.network_mode} - {None, "no-network"}
     if modes:
         notes.append(f"network_mode {sorted(modes)}: sandboxes have no network but the proxy relay")

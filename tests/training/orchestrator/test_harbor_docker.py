@@ -1,7 +1,8 @@
 """Issue 16's must-show on the real docker backend: ``openforge tasks import <dataset dir>``
 → ``openforge tasks verify --backend docker`` → ``openforge rollout --harness oracle`` gives
 1.0 on an image-only task (``[environment] docker_image``, no Dockerfile) and on compose
-tasks (main only, and main + an ``api`` sidecar reached by its service name)."""
+tasks (main only, and main + an ``api`` sidecar reached by its service name); ``[agent] user``
+and ``[verifier] user`` are the image's users the oracle and the verifier run as."""
 
 from __future__ import annotations
 
@@ -73,3 +74,12 @@ def test_multi_step_on_docker() -> None:
     run = _cli("rollout", str(FIXTURES / "multi-step"), "--harness", "oracle", "--backend", "docker", "--json")
     doc = json.loads(run.stdout.strip().splitlines()[-1])
     assert (doc["status"], doc["reward"]) == ("ok", 1.0) and set(doc["checks"]["steps"]) == {"write", "append"}, doc
+
+
+def test_agent_and_verifier_users_on_docker() -> None:
+    if os.getuid() != 0:
+        skip_because("[agent]/[verifier] user on docker", "switching users needs the root runner (docker as root)")
+    run = _cli("rollout", str(FIXTURES / "users"), "--harness", "oracle", "--backend", "docker", "--json")
+    doc = json.loads(run.stdout.strip().splitlines()[-1])
+    assert (doc["status"], doc["reward"]) == ("ok", 1.0), doc
+    assert not [n for n in doc.get("sandbox_notes", []) if "user" in n], doc

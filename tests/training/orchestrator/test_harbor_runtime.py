@@ -193,3 +193,29 @@ def test_step_tests_and_solutions_are_hidden_from_the_agent(tmp_path: Path) -> N
     assert not (dirs.task / "steps" / "write" / "tests").exists()
     assert not (dirs.task / "steps" / "write" / "solution").exists()
     assert (dirs.solution / "steps" / "write" / "solve.sh").is_file()
+
+
+def test_users_are_passed_on_where_the_runner_can_switch_and_noted_elsewhere(tmp_path: Path) -> None:
+    from training.orchestrator.runtime import runner_command
+    from training.orchestrator.task_support import not_honoured, task_users
+
+    task = load_task(FIXTURES / "users")
+    agent, verifier, notes = task_users(task, 1000)  # docker with a root runner
+    assert (agent, verifier, notes) == ("agent", "checker", [])
+    assert not [n for n in not_honoured(task, "docker", switches_users=True) if "user" in n]
+    assert any("[agent] user = 'agent'" in n for n in not_honoured(task, "local"))  # no uid switch there
+    from environments.records import RolloutSpec
+
+    cmd = runner_command(RolloutSpec(rollout_id="r", task_dir=str(task.path), harness="oracle"), python="python",
+                         task_dir="/task", workspace="/app", logs_dir="/logs", tests_dir="/tests", solution_dir=None,
+                         agent_timeout=None, verifier_timeout=None, agent_jail="uid", agent_uid=1000,
+                         agent_user=agent, verifier_user=verifier)
+    assert cmd[cmd.index("--agent-user") + 1] == "agent" and cmd[cmd.index("--verifier-user") + 1] == "checker"
+
+    root = tmp_path / "root-agent"
+    shutil.copytree(FIXTURES / "users", root)
+    toml = root / "task.toml"
+    toml.write_text(toml.read_text().replace('user = "agent"', 'user = "root"'))
+    agent, verifier, notes = task_users(load_task(root), 1000)
+    assert agent is None and verifier == "checker"
+    assert notes == ["[agent] user = 'root': the agent runs as the jail's uid 1000, never root (it could reach the verifier)"]
