@@ -71,7 +71,11 @@ def rl_step_rows(report) -> list[dict]:  # noqa: ANN001 - training.workflows.rl.
     return [{"step": s.step, "reward": round(s.reward_mean, 4), "success": round(s.success_rate, 4),
              "calls": round(s.episode_calls, 2), "samples": s.samples, "overlong_dropped": s.overlong_dropped,
              "zero_var_groups": f"{s.zero_variance_groups}/{s.groups}", "updates": s.updates,
-             "loss": round(s.metrics.get("loss", 0.0), 5), "outcomes": s.outcomes} for s in report.steps]
+             "loss": round(s.metrics.get("loss", 0.0), 5), "outcomes": s.outcomes,
+             "seconds": round(s.seconds, 2), "engine_idle": round(s.engine_idle_seconds / max(s.seconds, 1e-9), 3),
+             "trainer_idle": round(s.trainer_idle_seconds / max(s.seconds, 1e-9), 3),
+             "staleness": {str(k): v for k, v in s.staleness.items()},
+             "stale_dropped": s.stale_dropped, "stale_corrected": s.stale_corrected} for s in report.steps]
 
 
 @flow(name="evaluate")

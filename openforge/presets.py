@@ -68,6 +68,26 @@ class TrainConfig(_Section):
     checkpoint_dir: str | None = Field(None, description="Default: <OPENFORGE_HOME>/runs/<run_id>/checkpoints.")
     save_every: int = Field(0, ge=0, description="Save a checkpoint every N steps (0: only at the end).")
     seed: int = 0
+    # Asynchronous rollouts with bounded staleness (issue 17; docs/training-loop.md)
+    async_rollouts: bool = Field(
+        False, description="Roll out the next step(s) while the current one trains (local trainer, local engine). "
+        "A step takes the first train_batch_size finished groups, waiting at most rollout.timeout_sec.")
+    max_staleness: int = Field(
+        1, ge=0, description="Policy versions a call may lag the trainer and still train as on-policy; in async "
+        "mode also how many steps of rollouts run ahead (>= 1 there).")
+    stale_policy: Literal["drop", "correct"] = Field(
+        "drop", description="A trajectory with a call older than max_staleness: drop (counted) or correct (trained "
+        "with truncated IS against each call's recorded logprobs, min(pi_trainer / pi_recorded, tis_cap)).")
+    span_policy: Literal["per_call", "drop"] = Field(
+        "per_call", description="A trajectory whose calls were sampled by several policy versions: per_call (each "
+        "call scored against the logprobs its own version recorded) or drop (counted).")
+
+    @model_validator(mode="after")
+    def _async_needs_lookahead(self) -> TrainConfig:
+        if self.async_rollouts and self.max_staleness < 1:
+            raise ValueError("max_staleness = 0 with async_rollouts = true: every sample of a rollout started before "
+                             "the last update would be stale; set max_staleness >= 1 or async_rollouts = false")
+        return self
 
 
 class RolloutConfig(_Section):

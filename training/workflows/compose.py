@@ -215,6 +215,11 @@ def compose(preset: Preset, workflow: Workflow = "rl", model_path: str | Path | 
         if preset.train.gamma != 1.0:
             raise CompositionError(f"{where}: train.gamma = {preset.train.gamma} with train.trainer = 'verl': veRL "
                                    "broadcasts one advantage to every call of a trajectory (γ = 1 only)")
+    if workflow == "rl" and preset.train.async_rollouts and (trainer_kind != "local" or e.kind != "local"):
+        raise CompositionError(
+            f"{where}: train.async_rollouts = true is built for the local trainer with engine.kind = 'local' only "
+            f"(here: trainer {trainer_kind!r}, engine {e.kind!r}); veRL's own asynchronous trainer "
+            "(verl.experimental.fully_async_policy) is not wired in; set train.async_rollouts = false")
     if workflow == "rl" and e.kind == "url":
         raise CompositionError(f"{where}: engine.kind = 'url' serves fixed weights no trainer can update; rl-train "
                                "needs engine.kind = 'local' or 'vllm'")

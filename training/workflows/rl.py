@@ -31,6 +31,8 @@ from openforge.settings import get_settings
 from storage.db import make_engine
 from storage.migrate import upgrade
 from training.trajectory import prepare_grpo_batch
+from training.trajectory.staleness import StalenessPolicy, StalenessReport, filter_stale
+from training.workflows.activity import TimedEngine
 from training.workflows.common import (
     local_engine, mean_reward, outcome_counts, rollout_service, sample_tasks, vllm_engine,
 )
@@ -53,6 +55,17 @@ class StepRecord(BaseModel):
     updates: int = 0
     metrics: dict[str, float] = Field(default_factory=dict)
     seconds: float
+    #: Wall time of the step in which no engine call was in flight / the trainer neither
+    #: stepped nor pushed weights (async mode: the step runs from the previous one's end).
+    engine_idle_seconds: float = 0.0
+    trainer_idle_seconds: float = 0.0
+    #: Call staleness (trainer version − the call's policy version) → trainable calls consumed.
+    staleness: dict[int, int] = Field(default_factory=dict)
+    stale_dropped: int = 0  # samples (calls) of trajectories dropped as older than train.max_staleness
+    stale_corrected: int = 0  # ... kept and importance-corrected (stale_policy = correct)
+    spanning: int = 0  # trajectories whose calls span policy versions
+    spanning_dropped: int = 0
+    mode: str = "sync"
 
 
 class RLReport(BaseModel):
@@ -114,45 +127,70 @@ async def rl_train(
             await engine.aclose()
         db.dispose()
         raise
+
+    def emit(record: StepRecord) -> None:
+        if trainer.recorder is not None:
+            trainer.recorder.log(record.step, {"rollout_reward_mean": record.reward_mean,
+                                               "rollout_success_rate": record.success_rate,
+                                               "episode_calls": record.episode_calls,
+                                               "zero_variance_groups": float(record.zero_variance_groups),
+                                               "updates": float(record.updates),
+                                               "engine_idle_seconds": record.engine_idle_seconds,
+                                               "trainer_idle_seconds": record.trainer_idle_seconds,
+                                               **{k: v for k, v in record.metrics.items()
+                                                  if k.startswith(("staleness_", "stale_", "spanning_"))}})
+        records.append(record)
+        log.info("rl step %d (%s): reward %.3f, %d samples, %d/%d zero-variance groups, %d updates, idle engine "
+                 "%.1fs trainer %.1fs of %.1fs", record.step, record.mode, record.reward_mean, record.samples,
+                 record.zero_variance_groups, record.groups, record.updates, record.engine_idle_seconds,
+                 record.trainer_idle_seconds, record.seconds)
+        if on_step is not None:
+            on_step(record)
+
+    timed = TimedEngine(engine)  # the proxy's engine calls: the engine's busy time
     try:
-        async with rollout_service(preset, engine, run_id=run_id) as service:
-            for step in range(1, steps + 1):
-                s0 = time.perf_counter()
-                batch = sample_tasks(tasks, cfg.train_batch_size, rng)
-                results = await service.run_groups(batch, cfg.group_size, role="train", tag=f"s{step}")
-                samples, report = prepare_grpo_batch(
-                    service.recorded(results), gamma=cfg.gamma, eps=cfg.adv_eps, norm_by_std=cfg.norm_adv_by_std,
-                    drop_zero_variance=cfg.drop_zero_variance_groups, merge=True, tokenizer=trainer.tokenizer,
+        async with rollout_service(preset, timed, run_id=run_id) as service:
+            if cfg.async_rollouts:
+                from training.workflows.async_rl import async_steps, in_thread  # noqa: PLC0415
+
+                async def push() -> None:
+                    await in_thread(trainer.push_weights, engine)  # under the engine's weights lock: not on the loop
+
+                await async_steps(
+                    service=service, trainer=trainer, engine=engine, push=push, tasks=tasks, cfg=cfg,
+                    budget=preset.rollout.timeout_sec, steps=steps,
+                    sample=lambda n: sample_tasks(tasks, n, rng), engine_activity=timed.activity,
+                    on_step=lambda a: emit(_record(a.step, a.results, a.batch_report, a.metrics, a.seconds,
+                                                   a.engine_idle_seconds, a.trainer_idle_seconds, a.staleness,
+                                                   "async")),
                 )
-                metrics: dict[str, float] = {}
-                if any(s.advantage != 0.0 for s in samples) or cfg.kl_coef or cfg.entropy_coef:
-                    metrics = trainer.step(samples)
-                    if metrics.get("updated"):
-                        w0 = time.perf_counter()
-                        await sync.push(trainer, engine)
-                        metrics["weight_sync_seconds"] = time.perf_counter() - w0
-                trainable = [r for r in results if r.trainable]
-                record = StepRecord(
-                    step=step, reward_mean=mean_reward(results),
-                    success_rate=sum((r.reward or 0) >= 1.0 for r in trainable) / max(1, len(trainable)),
-                    episode_calls=sum(r.n_calls for r in results) / max(1, len(results)),
-                    outcomes=outcome_counts(results), groups=report.groups.n_groups,
-                    zero_variance_groups=report.zero_variance_groups, samples=int(metrics.get("samples", 0)),
-                    overlong_dropped=int(metrics.get("overlong_dropped", 0)),
-                    updates=int(metrics.get("updates", 0)) if metrics.get("updated") else 0,
-                    metrics={**metrics, **report.as_metrics()}, seconds=time.perf_counter() - s0,
-                )
-                if trainer.recorder is not None:
-                    trainer.recorder.log(step, {"rollout_reward_mean": record.reward_mean,
-                                                "rollout_success_rate": record.success_rate,
-                                                "episode_calls": record.episode_calls,
-                                                "zero_variance_groups": float(record.zero_variance_groups),
-                                                "updates": float(record.updates)})
-                records.append(record)
-                log.info("rl step %d: reward %.3f, %d samples, %d/%d zero-variance groups, %d updates", step,
-                         record.reward_mean, record.samples, record.zero_variance_groups, record.groups, record.updates)
-                if on_step is not None:
-                    on_step(record)
+            else:
+                for step in range(1, steps + 1):
+                    s0 = time.perf_counter()
+                    batch = sample_tasks(tasks, cfg.train_batch_size, rng)
+                    results = await service.run_groups(batch, cfg.group_size, role="train", tag=f"s{step}")
+                    items = service.recorded(results)
+                    # sync: every call was sampled by the current weights (measured, not assumed)
+                    _, stale = filter_stale(items, int(engine.policy_version or 0), StalenessPolicy.from_train(cfg))
+                    samples, report = prepare_grpo_batch(
+                        items, gamma=cfg.gamma, eps=cfg.adv_eps, norm_by_std=cfg.norm_adv_by_std,
+                        drop_zero_variance=cfg.drop_zero_variance_groups, merge=True, tokenizer=trainer.tokenizer,
+                    )
+                    metrics: dict[str, float] = {}
+                    t0 = time.perf_counter()
+                    if any(s.advantage != 0.0 for s in samples) or cfg.kl_coef or cfg.entropy_coef:
+                        metrics = trainer.step(samples)
+                        if metrics.get("updated"):
+                            w0 = time.perf_counter()
+                            await sync.push(trainer, engine)
+                            metrics["weight_sync_seconds"] = time.perf_counter() - w0
+                    t1 = time.perf_counter()
+                    metrics.update({k: v for k, v in stale.as_metrics().items()
+                                    if k.startswith(("staleness_", "spanning_t"))})
+                    span = t1 - s0
+                    emit(_record(step, results, report, metrics, span, max(0.0, span - timed.activity.busy(s0, t1)),
+                                 max(0.0, span - (t1 - t0)), stale, "sync"))
+                    timed.activity.forget_before(s0)
         if steps and not any(r.updates for r in records):
             zero = sum(r.zero_variance_groups for r in records)
             groups = sum(r.groups for r in records)
@@ -179,6 +217,27 @@ async def rl_train(
     )
     return RLReport(run_id=run_id, preset=preset.name, steps=records, checkpoint=str(checkpoint),
                     curve_png=str(png), seconds=time.perf_counter() - t0)
+
+
+def _record(step: int, results: Sequence[Any], report: Any, metrics: dict[str, float], seconds: float,
+            engine_idle: float, trainer_idle: float, stale: StalenessReport, mode: str) -> StepRecord:
+    trainable = [r for r in results if r.trainable]
+    return StepRecord(
+        step=step, reward_mean=mean_reward(results),
+        success_rate=sum((r.reward or 0) >= 1.0 for r in trainable) / max(1, len(trainable)),
+        episode_calls=sum(r.n_calls for r in results) / max(1, len(results)),
+        outcomes=outcome_counts(results), groups=report.groups.n_groups,
+        zero_variance_groups=report.zero_variance_groups, samples=int(metrics.get("samples", 0)),
+        overlong_dropped=int(metrics.get("overlong_dropped", 0)),
+        updates=int(metrics.get("updates", 0)) if metrics.get("updated") else 0,
+        metrics={**metrics, **report.as_metrics()}, seconds=seconds,
+        engine_idle_seconds=engine_idle, trainer_idle_seconds=trainer_idle,
+        staleness={k: v for k, v in sorted(stale.histogram.items())},
+        stale_dropped=stale.dropped_calls if mode == "async" else 0,
+        stale_corrected=stale.corrected_calls if mode == "async" else 0,
+        spanning=stale.spanning_trajectories, spanning_dropped=stale.spanning_dropped if mode == "async" else 0,
+        mode=mode,
+    )
 
 
 class WeightSync:

@@ -166,7 +166,7 @@ class LocalTrainer:
         mode = self.config.importance_correction
         return mode == "on" or (mode == "auto" and not self.in_process_engine)
 
-    def step(self, samples: Sequence[Sample]) -> dict[str, float]:
+    def step(self, samples: Sequence[Sample], *, importance_correction: bool | None = None) -> dict[str, float]:
         """One GRPO step on ``samples`` (advantages set): one optimiser update per PPO epoch.
 
         π_old is the engine's recorded logprobs (the current policy's for samples recorded
@@ -174,7 +174,9 @@ class LocalTrainer:
         when the engine is not this process's), π_old is the trainer's own logprobs before
         the update and each token's loss is weighted by the truncated ratio
         ``min(π_old_trainer / π_engine, train.tis_cap)`` — the engine/trainer mismatch
-        correction of truncated importance sampling.
+        correction of truncated importance sampling. ``importance_correction`` (True/False)
+        overrides ``train.importance_correction`` for this step: the asynchronous loop turns it
+        on when the step keeps samples older than ``train.max_staleness`` (stale_policy = correct).
         """
         if self.config.algorithm != "grpo":
             raise ValueError(f"train.algorithm is {self.config.algorithm!r}: use sft_step for SFT")
@@ -187,7 +189,7 @@ class LocalTrainer:
         weights = token_weights(samples, cfg.loss_norm)
         engine_lp = [s.response_logprobs for s in samples]
         missing = [i for i, lp in enumerate(engine_lp) if lp is None]
-        correct = self._importance_correction()
+        correct = self._importance_correction() if importance_correction is None else importance_correction
         if correct or missing:
             current = self._policy_logprobs(samples)
             for i in missing:
