@@ -37,6 +37,9 @@ class RunnerOptions:
     #: it can: the agent's needs the ``uid`` jail, the verifier's a root runner.
     agent_user: str | None = None
     verifier_user: str | None = None
+    #: A file to wait for before anything starts (a compose main's ``depends_on``: the backend
+    #: writes it once the sidecars meet their conditions).
+    wait_for: Path | None = None
 
 
 def _root_default(env_name: str, sub: str, harbor: str) -> Path:
@@ -66,6 +69,7 @@ def parser() -> argparse.ArgumentParser:
                    help="where the harness runs (environments/runner/jail.py)")
     p.add_argument("--agent-uid", type=int, help="the harness's uid with --agent-jail uid")
     p.add_argument("--agent-user", help="run the harness as this sandbox user (name, uid, user:group; needs --agent-jail uid)")
+    p.add_argument("--wait-for", type=Path, help="wait for this file before starting (compose depends_on)")
     p.add_argument("--verifier-user", help="run tests/test.sh as this sandbox user (name, uid, user:group; needs a root runner)")
     return p
 
@@ -94,5 +98,5 @@ def parse_options(argv: list[str] | None = None) -> RunnerOptions:
         base_url=a.base_url or None, token=a.token or None, model=a.model, harness_options=hopts,
         agent_timeout=a.agent_timeout, verifier_timeout=a.verifier_timeout, service_timeout=a.service_timeout,
         agent_jail=a.agent_jail, agent_uid=a.agent_uid, agent_user=a.agent_user or None,
-        verifier_user=a.verifier_user or None,
+        verifier_user=a.verifier_user or None, wait_for=a.wait_for,
     )

@@ -47,6 +47,9 @@ from environments.taskdir.model import TaskConfig, normalize_raw
 log = logging.getLogger(__name__)
 
 PHASE_PREFIX = "OPENFORGE_PHASE "
+#: The most ``--wait-for`` waits (a safety net: the backend kills the sandbox when the
+#: compose sidecars fail, and it may build them first).
+WAIT_FOR_TIMEOUT_S = 3600.0
 
 
 class _Stop(Exception):
@@ -132,6 +135,8 @@ async def run_rollout(opts: RunnerOptions, emit: Callable[[str], None] = _print_
     phases = envvars.take()  # the task's env tables, resolved on the host by the backend
     try:
         cfg = read_task_config(opts.task_dir)
+        if opts.wait_for is not None:
+            timings["wait_for"] = round(await _wait_for(opts.wait_for), 3)
         try:
             harness = get_harness(opts.harness)
         except UnknownHarness as exc:
@@ -322,6 +327,18 @@ async def run_rollout(opts: RunnerOptions, emit: Callable[[str], None] = _print_
         timings["total"] = round(time.monotonic() - start, 3)
         report.timings = timings
     return report
+
+
+async def _wait_for(path: Path, timeout: float = WAIT_FOR_TIMEOUT_S) -> float:
+    """Wait until the backend writes ``path`` (compose ``depends_on`` met), then remove it."""
+    start = time.monotonic()
+    while not path.exists():
+        if time.monotonic() - start > timeout:
+            raise _Stop(Outcome.infra_error, ErrorKind.start_failed,
+                        f"{path} did not appear within {timeout:.0f}s (compose depends_on not met)")
+        await asyncio.sleep(0.1)
+    path.unlink(missing_ok=True)
+    return time.monotonic() - start
 
 
 def honour_agent_user(jail: Jail, value: str) -> SandboxUser:

@@ -43,12 +43,19 @@ from typing import Any
 from environments.records import ErrorKind, RolloutSpec
 from openforge.settings import get_settings
 from training.orchestrator.backend import SandboxError, SandboxExit, SandboxHandle
-from training.orchestrator.compose import ComposeError, ComposePlan, read_compose
+from training.orchestrator.compose import (
+    ComposeError,
+    ComposePlan,
+    Service,
+    read_compose,
+    start_order,
+)
 from training.orchestrator.config import get_orchestrator_settings
 from training.orchestrator.follow import RunnerFollower
 from training.orchestrator.images import (
     ImageBuildError,
     TaskImage,
+    build_sidecar_image,
     build_task_image,
     environment_key,
     resolve_from,
@@ -121,6 +128,10 @@ def runtime_mounts() -> list[str]:
 #: Capabilities the container keeps: the runner (root in the container) starts the harness
 #: as the agent uid, kills that uid's processes at agent_done and reads what it left.
 RUNNER_CAPS = ["SETUID", "SETGID", "KILL", "CHOWN", "DAC_OVERRIDE", "FOWNER"]
+#: Compose main's ``depends_on``: the runner waits for this file under /logs (the backend
+#: writes it once the sidecars meet their conditions), for at most DEPENDS_ON_TIMEOUT_S.
+READY_FILE = ".openforge-compose-ready"
+DEPENDS_ON_TIMEOUT_S = 300.0
 
 
 #: Where host binaries the harnesses need (node) are mounted; appended last to PATH so an
@@ -251,7 +262,8 @@ class DockerBackend:
                              tests_dir="/tests", solution_dir="/solution" if oracle else None,
                              agent_timeout=None, verifier_timeout=None,
                              agent_jail="uid" if jail_uid else "none", agent_uid=jail_uid,
-                             agent_user=agent_user, verifier_user=verifier_user)
+                             agent_user=agent_user, verifier_user=verifier_user,
+                             wait_for=f"/logs/{READY_FILE}" if compose is not None and compose.main.depends_on else None)
         mounts = [
             Mount("/task", str(dirs.task), type="bind", read_only=True),
             Mount("/logs", str(dirs.logs), type="bind"),
@@ -315,13 +327,17 @@ class DockerBackend:
             raise SandboxError(f"container start failed: {exc.explanation or exc}", kind=ErrorKind.start_failed) from exc
         if compose is not None and compose.sidecars:
             await self._start_sidecars(spec, handle, container, compose)
+        if compose is not None and compose.main.depends_on:  # the runner waits for this
+            (dirs.logs / READY_FILE).write_text("ready\n", encoding="utf-8")
         handle.timings["start"] = time.monotonic() - t_built
         await self._watch_storage(handle, container, dirs, int(env_cfg_res.storage_mb))
         handle.timings["start_latency"] = time.monotonic() - t0
         return handle
 
     async def _start_sidecars(self, spec: RolloutSpec, handle: SandboxHandle, main: Any, compose: ComposePlan) -> None:
-        """Compose sidecars in main's network namespace (compose.py); one line on failure."""
+        """Compose sidecars in main's network namespace (compose.py), in ``depends_on`` order,
+        each once what it depends on meets its condition (then main's own ``depends_on``);
+        one line on failure."""
         from docker.errors import APIError, ImageNotFound
 
         def exists(ref: str) -> bool:
@@ -332,22 +348,75 @@ class DockerBackend:
                 return False
 
         sidecars: list[Any] = handle.state.setdefault("sidecars", [])
-        for svc in compose.sidecars:
-            ref = await self._call(resolve_from, svc.image, exists=exists, aliases=self.settings.image_aliases,
-                                   base=self.settings.base_image)
-            if ref != svc.image:
-                handle.notes.append(f"compose service {svc.name}: image {svc.image} -> {ref}")
+        started: dict[str, Any] = {}
+        for svc in start_order(compose):
+            ref = await self._sidecar_image(svc, handle, exists)
+            for dep, condition in svc.depends_on.items():
+                if dep in started:
+                    await self._wait_condition(started[dep], dep, condition)
             try:
                 side = await self._call(
                     self.client.containers.create, image=ref, command=svc.command, environment=svc.environment,
                     working_dir=svc.working_dir, detach=True, network_mode=f"container:{main.id}",
                     name=f"openforge-{spec.rollout_id}-{svc.name}", security_opt=["no-new-privileges"],
+                    healthcheck=svc.healthcheck,
                     labels={LABEL: "1", "openforge.rollout": spec.rollout_id, "openforge.compose-service": svc.name})
                 sidecars.append(side)
                 await self._call(side.start)
             except APIError as exc:
                 raise SandboxError(f"compose service {svc.name} ({ref}): {str(exc.explanation or exc).splitlines()[0]}",
                                    kind=ErrorKind.start_failed) from exc
+            started[svc.name] = side
+        for dep, condition in compose.main.depends_on.items():
+            if dep in started:
+                await self._wait_condition(started[dep], dep, condition)
+
+    async def _sidecar_image(self, svc: Service, handle: SandboxHandle, exists: Any) -> str:
+        """A sidecar's image: built from its ``build`` (aliased FROMs), else its ``image`` aliased."""
+        if svc.build is not None:
+            try:
+                tag, mapping = await self._call(build_sidecar_image, self.client, svc.build.context, svc.build.dockerfile,
+                                                base=self.settings.base_image, aliases=self.settings.image_aliases,
+                                                buildargs=svc.build.args)
+            except ImageBuildError as exc:
+                raise SandboxError(f"compose service {svc.name}: {exc}", kind=ErrorKind.build_failed) from exc
+            handle.notes += [f"compose service {svc.name}: FROM {a} -> {b}" for a, b in mapping.items() if a != b]
+            return tag
+        assert svc.image is not None
+        ref = await self._call(resolve_from, svc.image, exists=exists, aliases=self.settings.image_aliases,
+                               base=self.settings.base_image)
+        if ref != svc.image:
+            handle.notes.append(f"compose service {svc.name}: image {svc.image} -> {ref}")
+        return ref
+
+    async def _wait_condition(self, container: Any, name: str, condition: str,
+                              timeout: float = DEPENDS_ON_TIMEOUT_S) -> None:
+        """Compose's ``depends_on`` condition on a started sidecar; one line when it fails."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if condition == "service_started":
+                return
+            await self._call(container.reload)
+            state = container.attrs.get("State") or {}
+            if condition == "service_healthy":
+                health = (state.get("Health") or {}).get("Status")
+                if health is None:
+                    raise SandboxError(f"compose service {name}: depends_on condition service_healthy, but it has no "
+                                       "healthcheck", kind=ErrorKind.start_failed)
+                if health == "healthy":
+                    return
+                if health == "unhealthy" or state.get("Status") in ("exited", "dead"):
+                    raise SandboxError(f"compose service {name}: unhealthy (depends_on condition service_healthy)",
+                                       kind=ErrorKind.start_failed)
+            elif state.get("Status") in ("exited", "dead"):  # service_completed_successfully
+                if state.get("ExitCode") == 0:
+                    return
+                raise SandboxError(f"compose service {name}: exited {state.get('ExitCode')} (depends_on condition "
+                                   "service_completed_successfully)", kind=ErrorKind.start_failed)
+            if time.monotonic() > deadline:
+                raise SandboxError(f"compose service {name}: not {condition.removeprefix('service_')} within "
+                                   f"{timeout:.0f}s (depends_on)", kind=ErrorKind.start_failed)
+            await asyncio.sleep(0.2)
 
     async def _watch_storage(self, handle: SandboxHandle, container: Any, dirs: SandboxDirs, storage_mb: int) -> None:
         """storage_mb: docker cannot cap a volume or a bind, so a watchdog polls the WORKDIR

@@ -179,7 +179,7 @@ def build_task_image(client: Any, task_path: Path, *, base: str, aliases: dict[s
     With ``agent_uid``, a last layer (:func:`agent_user_layer`) readies it for that user.
     Without a Dockerfile (or with ``ignore_dockerfile``: a compose main service's ``image``),
     ``docker_image`` (Harbor's image-only task) is the image, else the base image with WORKDIR /app."""
-    from docker.errors import APIError, BuildError, ImageNotFound
+    from docker.errors import APIError, ImageNotFound
 
     def exists(ref: str) -> bool:
         try:
@@ -213,30 +213,68 @@ def build_task_image(client: Any, task_path: Path, *, base: str, aliases: dict[s
             image_ids += client.images.get(used).id
         except (ImageNotFound, APIError):
             pass
-    tar_bytes, sha = context_tar(task_path / "environment", text + image_ids)
+    _tar, sha = context_tar(task_path / "environment", text + image_ids)
     tag = f"{TASK_IMAGE_REPO}:{sha[:20]}"
-    built = False
-    try:
-        image = client.images.get(tag)
-    except ImageNotFound:
-        log.info("building %s from %s", tag, dockerfile)
-        # Rewritten Dockerfile text without the id suffix goes into the context.
-        tar_bytes, _ = context_tar(task_path / "environment", text)
-        try:
-            image, _logs = client.images.build(
-                fileobj=io.BytesIO(tar_bytes), custom_context=True, dockerfile=BUILD_DOCKERFILE, tag=tag,
-                network_mode="host", rm=True, forcerm=True, labels={"openforge.task-image": "1"},
-                timeout=int(timeout),
-            )
-        except BuildError as exc:
-            last = next((str(x.get("error") or x.get("stream", "")).strip() for x in reversed(list(exc.build_log or []))
-                         if x.get("error") or x.get("stream")), str(exc))
-            raise ImageBuildError(f"{dockerfile}: build failed: {last[:400]}") from exc
-        except APIError as exc:
-            raise ImageBuildError(f"{dockerfile}: build failed: {exc.explanation or exc}") from exc
-        built = True
+    image, built = _get_or_build(client, tag, task_path / "environment", text, dockerfile, timeout=timeout)
     workdir = (image.attrs.get("Config") or {}).get("WorkingDir") or "/app"
     return TaskImage(tag=tag, workdir=workdir, built=built, from_images=mapping)
+
+
+def _get_or_build(client: Any, tag: str, context: Path, text: str, dockerfile: Path, *, timeout: float,
+                  buildargs: dict[str, str] | None = None, label: str = "openforge.task-image") -> tuple[Any, bool]:
+    """(the image ``tag``, whether it was built now): built from ``context`` with the
+    rewritten Dockerfile ``text`` when missing; a failure is one ImageBuildError line."""
+    from docker.errors import APIError, BuildError, ImageNotFound
+
+    try:
+        return client.images.get(tag), False
+    except ImageNotFound:
+        pass
+    log.info("building %s from %s", tag, dockerfile)
+    # Rewritten Dockerfile text without the id suffix goes into the context.
+    tar_bytes, _ = context_tar(context, text)
+    try:
+        image, _logs = client.images.build(
+            fileobj=io.BytesIO(tar_bytes), custom_context=True, dockerfile=BUILD_DOCKERFILE, tag=tag,
+            network_mode="host", rm=True, forcerm=True, labels={label: "1"}, timeout=int(timeout),
+            **({"buildargs": buildargs} if buildargs else {}),
+        )
+    except BuildError as exc:
+        last = next((str(x.get("error") or x.get("stream", "")).strip() for x in reversed(list(exc.build_log or []))
+                     if x.get("error") or x.get("stream")), str(exc))
+        raise ImageBuildError(f"{dockerfile}: build failed: {last[:400]}") from exc
+    except APIError as exc:
+        raise ImageBuildError(f"{dockerfile}: build failed: {exc.explanation or exc}") from exc
+    return image, True
+
+
+SIDECAR_IMAGE_REPO = "openforge-sidecar"
+
+
+def build_sidecar_image(client: Any, context: Path, dockerfile: str, *, base: str, aliases: dict[str, str],
+                        buildargs: dict[str, str] | None = None, timeout: float = 600.0) -> tuple[str, dict[str, str]]:
+    """(tag, FROM mapping) of a compose sidecar's ``build`` (``context`` dir, its ``dockerfile``,
+    ``args``): FROM lines aliased as for task images, cached by content. Blocking."""
+    from docker.errors import APIError, ImageNotFound
+
+    def exists(ref: str) -> bool:
+        try:
+            client.images.get(ref)
+            return True
+        except (ImageNotFound, APIError):
+            return False
+
+    path = context / dockerfile
+    text, mapping = rewrite_froms(path.read_text(encoding="utf-8"),
+                                  lambda ref: resolve_from(ref, exists=exists, aliases=aliases, base=base))
+    missing = unbuilt_local_image(mapping, exists)
+    if missing:
+        raise ImageBuildError(f"{path}: {missing}")
+    args = "".join(f"{k}={v}\0" for k, v in sorted((buildargs or {}).items()))
+    _tar, sha = context_tar(context, text + args)
+    tag = f"{SIDECAR_IMAGE_REPO}:{sha[:20]}"
+    _get_or_build(client, tag, context, text, path, timeout=timeout, buildargs=buildargs, label="openforge.sidecar-image")
+    return tag, mapping
 
 
 # ---- pushing to a registry (the kubernetes backend's pods pull from there) ---------------

@@ -65,6 +65,7 @@ def runner_command(
     agent_uid: int | None = None,
     agent_user: str | None = None,
     verifier_user: str | None = None,
+    wait_for: str | None = None,
 ) -> list[str]:
     cmd = [python, "-P", "-m", "environments.runner", "--task-dir", task_dir, "--harness", spec.harness,
            "--workspace", workspace, "--logs-dir", logs_dir, "--tests-dir", tests_dir]
@@ -90,6 +91,8 @@ def runner_command(
         cmd += ["--agent-user", agent_user]
     if verifier_user is not None:
         cmd += ["--verifier-user", verifier_user]
+    if wait_for is not None:
+        cmd += ["--wait-for", wait_for]
     return cmd
 
 

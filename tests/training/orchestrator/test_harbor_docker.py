@@ -1,7 +1,8 @@
 """Issue 16's must-show on the real docker backend: ``openforge tasks import <dataset dir>``
 → ``openforge tasks verify --backend docker`` → ``openforge rollout --harness oracle`` gives
 1.0 on an image-only task (``[environment] docker_image``, no Dockerfile) and on compose
-tasks (main only, and main + an ``api`` sidecar reached by its service name); ``[agent] user``
+tasks (main only, main + an ``api`` sidecar reached by its service name, a sidecar built from
+source with ``depends_on`` conditions); ``[agent] user``
 and ``[verifier] user`` are the image's users the oracle and the verifier run as."""
 
 from __future__ import annotations
@@ -60,14 +61,23 @@ def test_import_verify_rollout_on_docker(tmp_path: Path) -> None:
 
 
 def test_unsupported_compose_is_one_line(tmp_path: Path) -> None:
-    task = tmp_path / "compose-build-sidecar"
+    task = tmp_path / "compose-build-outside"
     shutil.copytree(FIXTURES / "compose-sidecar", task)
     compose = task / "environment" / "docker-compose.yaml"
-    compose.write_text(compose.read_text().replace("    image: python:3.12-slim\n", "    build: ./api\n"))
+    compose.write_text(compose.read_text().replace("    image: python:3.12-slim\n", "    build: ../tests\n"))
     run = _cli("rollout", str(task), "--harness", "oracle", "--backend", "docker", "--json")
     doc = json.loads(run.stdout.strip().splitlines()[-1])
-    assert doc["status"] == "infra_error" and "services.api.build: sidecars built from source are not supported" \
+    assert doc["status"] == "infra_error" and "services.api.build.context: '../tests' leaves environment/" \
         in doc["error"], doc
+
+
+def test_compose_build_and_depends_on_on_docker() -> None:
+    """A sidecar built from environment/api (build args), started after a one-shot service
+    completed, and main's depends_on service_healthy holding the oracle back until it serves."""
+    for harness, reward in (("oracle", 1.0), ("noop", 0.0)):
+        run = _cli("rollout", str(FIXTURES / "compose-build-depends"), "--harness", harness, "--backend", "docker", "--json")
+        doc = json.loads(run.stdout.strip().splitlines()[-1])
+        assert (doc["status"], doc["reward"]) == ("ok", reward), doc
 
 
 def test_multi_step_on_docker() -> None:
