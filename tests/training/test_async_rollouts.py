@@ -346,3 +346,57 @@ def test_async_keys_are_typed_and_refused_where_nothing_would_read_them(tmp_path
     claw = load_preset("claw", {"train.async_rollouts": True})  # vLLM on cuda: veRL
     with pytest.raises(CompositionError, match="train.async_rollouts = true is built for the local trainer"):
         compose(claw, "rl")
+
+
+ONE_CALL = """
+import json, os, random, sys, urllib.request
+body = json.dumps({"model": "policy", "messages": [{"role": "user", "content": "Write hello."}], "max_tokens": 4})
+req = urllib.request.Request(os.environ["OPENFORGE_BASE_URL"] + "/chat/completions", data=body.encode(),
+    headers={"content-type": "application/json", "authorization": "Bearer " + os.environ["OPENFORGE_ROLLOUT_TOKEN"]})
+urllib.request.urlopen(req, timeout=120).read()
+if random.random() < 0.5:
+    open(os.path.join(sys.argv[1], "out.txt"), "w").write("hello")
+"""
+
+
+def test_an_async_run_trains_on_real_rollouts_and_reports_idle_and_staleness(tmp_path: Path,
+                                                                            tiny_policy_dir: Path) -> None:
+    """The real path: local engine (tiny policy) behind the proxy, command-harness rollouts in
+    local sandboxes, the local trainer; 3 async steps, every one an optimiser update."""
+    import sys
+
+    from environments.taskdir import load_task
+    from openforge.presets import load_preset
+    from openforge.settings import get_settings
+    from storage.db import make_engine, session_scope
+    from storage.models import Rollout
+    from tests.training.orchestrator.conftest import make_task
+    from training.orchestrator.procs import all_sandbox_ids
+    from training.workflows.rl import rl_train
+
+    preset = load_preset("local", {
+        "train.async_rollouts": True, "train.max_staleness": 1, "train.train_batch_size": 1, "train.group_size": 2,
+        "train.entropy_coef": 0.001, "train.drop_zero_variance_groups": False, "train.lr": 1e-4,
+        "engine.model_path": str(tiny_policy_dir), "engine.context_length": None, "engine.threads": 1,
+        "rollout.harness": "command", "rollout.concurrency": 4, "rollout.timeout_sec": 120,
+        "harness_options": {"argv": [sys.executable, "-c", ONE_CALL, "{workspace}"]}})
+    task = load_task(make_task(tmp_path / "tasks"))
+    steps: list[Any] = []
+    report = asyncio.run(rl_train(preset, [task], steps=3, run_id="async-real", out_dir=tmp_path / "run",
+                                  on_step=steps.append))
+    assert [s.mode for s in steps] == ["async"] * 3 and all(s.updates == 1 for s in steps)
+    assert report.checkpoint and Path(report.checkpoint, "config.json").is_file()
+    for s in steps:
+        trainable = s.outcomes.get("ok", 0) + s.outcomes.get("policy_error", 0)
+        assert trainable and sum(s.staleness.values()) == trainable  # one call per rollout, every one counted
+        assert all(k <= 1 for k in s.staleness) or s.stale_dropped  # older than max_staleness: dropped
+        assert 0.0 <= s.engine_idle_seconds <= s.seconds and 0.0 <= s.trainer_idle_seconds < s.seconds
+        assert "staleness_mean" in s.metrics and s.metrics["groups_taken"] == 1
+    db = make_engine(get_settings().db_url)
+    try:
+        with session_scope(db) as session:
+            rows = session.query(Rollout).filter(Rollout.run_id == "async-real").all()
+            ids, running = {r.id for r in rows}, [r.id for r in rows if r.status in ("pending", "running")]
+    finally:
+        db.dispose()
+    assert len(ids) >= 6 and ids & all_sandbox_ids() == set() and running == []

@@ -218,7 +218,8 @@ async def async_steps(
     """Run ``steps`` asynchronous GRPO steps (see the module doc); ``on_step`` gets each.
 
     ``push`` is a coroutine function sending the trainer's new weights to the engine;
-    ``sample(n)`` draws ``n`` tasks; ``cfg`` is the preset's ``[train]`` section."""
+    ``sample(n)`` draws ``n`` tasks; ``cfg`` is the preset's ``[train]`` section; ``on_step``
+    runs in a worker thread (it may block: DB writes, logging)."""
     policy = StalenessPolicy.from_train(cfg)
     n = cfg.train_batch_size
     window = n * (1 + cfg.max_staleness)
@@ -258,7 +259,7 @@ async def async_steps(
             metrics.update(stale.as_metrics())
             metrics.update({"groups_taken": float(len(groups)), "groups_running": float(pool.running),
                             "group_wait_seconds": wait, "budget_expired": float(wait >= budget)})
-            on_step(AsyncStep(
+            await in_thread(on_step, AsyncStep(  # the callback writes the step's metrics to the DB
                 step=step, results=results, samples=samples, batch_report=report, staleness=stale, metrics=metrics,
                 groups_taken=len(groups), wait_seconds=wait, seconds=span,
                 engine_idle_seconds=max(0.0, span - engine_activity.busy(t_prev, t_end)),

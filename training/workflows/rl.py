@@ -12,6 +12,12 @@ advantages (zero-variance groups reported and skipped) → one optimiser step �
 weights reach the engine (:class:`WeightSync`: in place for the local engine; a saved HF
 checkpoint the vLLM server reloads) and its policy version becomes the trainer's step →
 metrics to the DB.
+
+With ``train.async_rollouts`` the steps come from :func:`training.workflows.async_rl.async_steps`
+instead: rollouts of the next ``train.max_staleness`` steps run while a step trains, and a
+step trains on the first finished groups whose calls are fresh enough
+(:mod:`training.trajectory.staleness`). Both modes record engine and trainer idle time and
+the staleness histogram per step.
 """
 
 from __future__ import annotations
