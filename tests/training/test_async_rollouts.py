@@ -400,3 +400,45 @@ def test_an_async_run_trains_on_real_rollouts_and_reports_idle_and_staleness(tmp
     finally:
         db.dispose()
     assert len(ids) >= 6 and ids & all_sandbox_ids() == set() and running == []
+
+
+# --------------------------------------------------------------------------- stragglers, sync
+class IdleEngine:
+    """An engine nobody calls (the rollouts below make no model call)."""
+
+    policy_version = 0
+
+    async def chat_completions(self, body: dict[str, Any]) -> dict[str, Any]:
+        raise AssertionError("not called")
+
+    async def list_models(self) -> list[str]:
+        return ["policy"]
+
+    async def aclose(self) -> None:
+        return None
+
+
+def test_a_sync_straggler_past_its_budget_is_killed_classified_timeout_and_its_group_refilled(tmp_path: Path) -> None:
+    import time
+
+    from environments.taskdir import load_task
+    from tests.training.orchestrator.conftest import make_task
+    from training.orchestrator.procs import all_sandbox_ids
+    from training.workflows.service import RolloutService
+
+    task = load_task(make_task(tmp_path / "tasks"))
+    # the first attempt straggles (sleep 300); its refill (marked OPENFORGE_REFILL_OF) answers at once
+    argv = ["bash", "-c", '[ -n "$OPENFORGE_REFILL_OF" ] || sleep 300; echo hello > out.txt']
+
+    async def main() -> tuple[list[RolloutResult], float]:
+        async with RolloutService(IdleEngine(), harness="command", refill=1, timeout_sec=3.0,
+                                  harness_options={"argv": argv}, run_id="sync-straggler") as service:
+            t0 = time.perf_counter()
+            results = await service.run_groups([task], 1, tag="s1")
+            return results, time.perf_counter() - t0
+
+    results, seconds = asyncio.run(main())
+    assert [(r.status, r.error_kind) for r in results] == [(Outcome.timeout, "deadline_exceeded"), (Outcome.ok, None)]
+    assert results[0].group_id == results[1].group_id and results[1].reward == 1.0
+    assert seconds < 60, "the step waited for the straggler instead of its budget"
+    assert {r.rollout_id for r in results} & all_sandbox_ids() == set()
