@@ -209,6 +209,11 @@ def summary(out: dict[str, Any]) -> None:
         r, e = ratio([x[key] for x in a], [x[key] for x in s])
         print(f"  {label:19} sync {ms:7.2f} ± {ss:5.2f} {unit}   async {ma:7.2f} ± {sa:5.2f} {unit}   "
               f"async/sync {r:5.2f} ± {e:4.2f}")
+    for mode, rows in (("sync", s), ("async", a)):
+        busy = [r["seconds"] * (1 - r["trainer_idle"]) for r in rows]
+        m, sd = mean_sd(busy)
+        print(f"  trainer busy per step ({mode}): {m:.2f} ± {sd:.2f} s (trainer.step + weight push; sync runs them "
+              "on the event loop's thread, async in a worker thread)")
     dropped = sum(r["stale_dropped"] for r in a)
     corrected = sum(r["stale_corrected"] for r in a)
     trained = sum(r["samples"] for r in a)
