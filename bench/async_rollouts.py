@@ -75,16 +75,9 @@ def hello_tasks(root: Path, n: int) -> list[Any]:
 
 
 def make_tasks(root: Path, n: int) -> list[Any]:
-    from environments.taskdir import load_task, write_task
-    from synthesis.procedural import generate
-    from synthesis.procedural.render import task_config, task_files
+    from synthesis.procedural.render import write_generated
 
-    tasks = []
-    for seed in range(n):
-        spec = generate("contact-lookup", 300 + seed)
-        write_task(root / spec.name, task_config(spec), spec.instruction, task_files(spec))
-        tasks.append(load_task(root / spec.name))
-    return tasks
+    return write_generated(root, "contact-lookup", range(300, 300 + n))
 
 
 class Straggler:

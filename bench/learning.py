@@ -38,19 +38,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 FAMILY = "contact-lookup"
 
 
-def make_tasks(root: Path, first_seed: int, n: int):  # noqa: ANN201 - list[TaskDir]
-    from environments.taskdir import load_task, write_task
-    from synthesis.procedural import generate
-    from synthesis.procedural.render import task_config, task_files
+def make_tasks(root: Path, first_seed: int, n: int):
+    from synthesis.procedural.render import write_generated
 
-    out = []
-    for seed in range(first_seed, first_seed + n):
-        spec = generate(FAMILY, seed)
-        path = root / spec.name
-        if not path.exists():
-            write_task(path, task_config(spec), spec.instruction, task_files(spec))
-        out.append(load_task(path))
-    return out
+    return write_generated(root, FAMILY, range(first_seed, first_seed + n))
 
 
 class HeldOut:
@@ -62,7 +53,7 @@ class HeldOut:
         return diff > 2 * se, diff, se
 
 
-async def held_out(preset, tasks, model_path, label: str, samples: int, harness: str) -> HeldOut:  # noqa: ANN001
+async def held_out(preset, tasks, model_path, label: str, samples: int, harness: str) -> HeldOut:
     from training.workflows.evaluate import evaluate
 
     report = await evaluate(preset, tasks, model_path=model_path, harnesses=(harness,), k=1, n=samples, label=label)
@@ -72,7 +63,7 @@ async def held_out(preset, tasks, model_path, label: str, samples: int, harness:
     return result
 
 
-def _step_line(r) -> str:  # noqa: ANN001
+def _step_line(r) -> str:
     return (f"  step {r.step}: train reward {r.reward_mean:.3f}  samples {r.samples}  zero-var groups "
             f"{r.zero_variance_groups}/{r.groups}  updates {r.updates}  ({r.seconds:.0f}s)")
 

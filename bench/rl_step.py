@@ -71,22 +71,6 @@ class TimedEngine:
         return None
 
 
-def union_seconds(intervals: list[tuple[float, float]], lo: float, hi: float) -> float:
-    """Length of the union of ``intervals`` clipped to [lo, hi]."""
-    spans = sorted((max(a, lo), min(b, hi)) for a, b in intervals if b > lo and a < hi)
-    total, cur_a, cur_b = 0.0, None, None
-    for a, b in spans:
-        if cur_b is None or a > cur_b:
-            if cur_b is not None:
-                total += cur_b - cur_a
-            cur_a, cur_b = a, b
-        else:
-            cur_b = max(cur_b, b)
-    if cur_b is not None:
-        total += cur_b - cur_a
-    return total
-
-
 def install_proxy_timing_hook() -> list[float]:
     """Collect the proxy's own ms per call (what its Server-Timing header reports)."""
     import training.proxy.app as proxy_app
@@ -103,16 +87,9 @@ def install_proxy_timing_hook() -> list[float]:
 
 
 def make_tasks(root: Path, n: int) -> list[Any]:
-    from environments.taskdir import load_task, write_task
-    from synthesis.procedural import generate
-    from synthesis.procedural.render import task_config, task_files
+    from synthesis.procedural.render import write_generated
 
-    tasks = []
-    for seed in range(n):
-        spec = generate("contact-lookup", 100 + seed)
-        write_task(root / spec.name, task_config(spec), spec.instruction, task_files(spec))
-        tasks.append(load_task(root / spec.name))
-    return tasks
+    return write_generated(root, "contact-lookup", range(100, 100 + n))
 
 
 def rollout_seconds(results: list[Any], calls: dict[str, list[Any]], proxy_ms: float) -> dict[str, float]:
@@ -137,6 +114,7 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     from storage.migrate import upgrade
     from training.trajectory import prepare_grpo_batch
     from training.trajectory.source import load_rollouts_with_calls
+    from training.workflows.activity import union_seconds
     from training.workflows.common import rollout_service, sample_tasks
     from training.workflows.compose import compose
     from training.workflows.rl import _policy

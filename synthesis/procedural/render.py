@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Iterable
+from pathlib import Path
 
-from environments.taskdir import TaskConfig
+from environments.taskdir import TaskConfig, TaskDir, load_task, write_task
 from synthesis.procedural.spec import ProceduralTask
 from synthesis.procedural.verifier import render_test_sh
 
@@ -75,7 +77,7 @@ def task_files(task: ProceduralTask) -> dict[str, str | bytes]:
     """Every file of the task dir except instruction.md and task.toml."""
     if not isinstance(task, ProceduralTask):  # another domain's task renders itself (computer-use)
         return task.task_files()
-    from environments.claw.taskgen import environment_files  # noqa: PLC0415 - sibling room, loaded on use
+    from environments.claw.taskgen import environment_files
 
     files: dict[str, str | bytes] = dict(environment_files(task.services, task.fixtures, tools=task.tools))
     files["tests/test.sh"] = render_test_sh(task.checks, task.scoring)
@@ -84,3 +86,18 @@ def task_files(task: ProceduralTask) -> dict[str, str | bytes]:
     if plan is not None:
         files["solution/plan.json"] = plan
     return files
+
+
+def write_generated(root: Path, family: str, seeds: Iterable[int]) -> list[TaskDir]:
+    """``family`` generated at each of ``seeds``, written under ``root`` (a task dir already
+    there is kept) and loaded: the tasks the benches train and evaluate on."""
+    from synthesis.procedural import generate
+
+    out = []
+    for seed in seeds:
+        spec = generate(family, seed)
+        path = root / spec.name
+        if not path.exists():
+            write_task(path, task_config(spec), spec.instruction, task_files(spec))
+        out.append(load_task(path))
+    return out
