@@ -6,7 +6,7 @@ Modes: ``native`` (OpenAI ``tools``/``tool_calls``), ``text`` (the Action protoc
 on the first call, and parses ``Action:`` / ``<tool_call>`` text in a reply without tool calls).
 Malformed actions/arguments are fed back as observations and counted. Engine 400s for
 context overflow or malformed tool calls end the episode as ``policy_error``; connection
-failures and 5xx (after the SDK's retries) as ``infra_error/engine_error``.
+failures and 5xx (after the client's retries, :mod:`.chat_client`) as ``infra_error/engine_error``.
 The trajectory is rewritten to ``<log_dir>/trajectory.json`` after every step.
 """
 
@@ -19,10 +19,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import openai
-from openai import AsyncOpenAI
-
 from environments.harnesses.base import FINAL_ANSWER_FILE
+from environments.harnesses.react.chat_client import (
+    BadRequest,
+    ChatClient,
+    ChatError,
+    ChatMessage,
+)
 from environments.harnesses.react.protocol import (
     TEXT_PROTOCOL,
     ParseError,
@@ -110,7 +113,7 @@ class _Episode:
                "messages": self.messages, "steps": self.steps, "result": asdict(self.result)}
         (self.cfg.log_dir / "trajectory.json").write_text(json.dumps(doc, indent=1, default=str), encoding="utf-8")
 
-    async def _ask(self, client: AsyncOpenAI) -> Any:
+    async def _ask(self, client: ChatClient) -> list[ChatMessage]:
         kwargs: dict[str, Any] = {"model": self.cfg.model, "messages": self.messages}
         if self.native:
             kwargs["tools"] = self.box.openai_tools()
@@ -121,7 +124,7 @@ class _Episode:
         if self.cfg.top_p is not None:
             kwargs["top_p"] = self.cfg.top_p
         self.result.n_calls += 1
-        return await client.chat.completions.create(**kwargs)
+        return await client.create(kwargs)
 
     async def _observe_text(self, content: str, step: int) -> None:
         try:
@@ -137,13 +140,13 @@ class _Episode:
         self.messages.append({"role": "assistant", "content": content})
         self.messages.append({"role": "user", "content": f"Observation: {obs}"})
 
-    async def _observe_native(self, message: Any, step: int) -> None:
-        calls = message.tool_calls or []
+    async def _observe_native(self, message: ChatMessage, step: int) -> None:
+        calls = message.tool_calls
         self.messages.append({"role": "assistant", "content": message.content or "",
-                              "tool_calls": [c.model_dump(exclude_none=True) for c in calls]})
+                              "tool_calls": [c.raw for c in calls]})
         for call in calls:
-            name = call.function.name
-            raw = call.function.arguments or "{}"
+            name = call.name
+            raw = call.arguments or "{}"
             try:
                 args = json.loads(raw) if raw.strip() else {}
                 problem = None if isinstance(args, dict) else f"expected a JSON object, got {type(args).__name__}"
@@ -160,14 +163,13 @@ class _Episode:
             self.messages.append({"role": "tool", "tool_call_id": call.id, "content": obs})
 
     async def run(self) -> ReactResult:
-        client = AsyncOpenAI(base_url=self.cfg.base_url, api_key=self.cfg.api_key, max_retries=2,
-                             timeout=self.cfg.request_timeout)
+        client = ChatClient(self.cfg.base_url, self.cfg.api_key, max_retries=2, timeout=self.cfg.request_timeout)
         try:
             step = 0
             while step < self.cfg.max_steps:
                 try:
-                    resp = await self._ask(client)
-                except openai.BadRequestError as exc:
+                    choices = await self._ask(client)
+                except BadRequest as exc:
                     msg = str(exc)
                     if (self.native and self.cfg.mode == "auto" and self.result.n_calls == 1
                             and _TOOLISH.search(msg) and not _CONTEXT.search(msg)):
@@ -179,17 +181,17 @@ class _Episode:
                     self.result.status, self.result.error_kind = classify_bad_request(msg)
                     self.result.error = msg[:2000]
                     return self.result
-                except (openai.APIConnectionError, openai.APIStatusError) as exc:
+                except ChatError as exc:
                     self.result.status, self.result.error_kind = "infra_error", "engine_error"
                     self.result.error = f"{type(exc).__name__}: {exc}"[:2000]
                     return self.result
                 step += 1
                 self.result.steps = step
-                if not resp.choices:
+                if not choices:
                     self.result.status, self.result.error_kind = "infra_error", "engine_error"
                     self.result.error = "engine returned no choices"
                     return self.result
-                message = resp.choices[0].message
+                message = choices[0]
                 content = message.content or ""
                 if self.native and message.tool_calls:
                     await self._observe_native(message, step)
@@ -207,7 +209,7 @@ class _Episode:
         finally:
             self.save()
             await self.box.aclose()
-            await client.close()
+            await client.aclose()
 
 
 async def run_react(cfg: ReactConfig) -> ReactResult:
