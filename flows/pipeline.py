@@ -12,6 +12,8 @@ SFT weights again as "SFT+RL".
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import math
 import time
 
@@ -24,8 +26,17 @@ from flows.progress import stage
 from flows.synthesize import synthesize_flow
 from tasks.training import distill_task, evaluate_task, rl_task, sft_task
 
-STAGES = ("synthesize RL tasks", "synthesize SFT tasks", "distill", "SFT", "evaluate base", "evaluate SFT",
-          "GRPO", "evaluate SFT+RL")
+STAGES = ("synthesize RL tasks", "synthesize SFT tasks", "distill + SFT, evaluate base alongside",
+          "GRPO, evaluate SFT alongside", "evaluate SFT+RL")
+
+
+async def _settle(job: asyncio.Future) -> None:
+    """Cancel ``job`` if a sibling stage failed first, and wait until it has cleaned up
+    (its rollouts' sandboxes, its engine) before the failure propagates."""
+    if not job.done():
+        job.cancel()
+    with contextlib.suppress(BaseException):
+        await job
 
 
 def _stage_row(stage_name: str, report, updates: int | None, samples: int | None, note: str = "",  # noqa: ANN001
@@ -62,18 +73,30 @@ async def pipeline_flow(params: PipelineParams = PipelineParams()) -> dict:
     stage(STAGES[1], 2, n)
     sft_syn = await synthesize_flow(SynthesizeParams(domain="claw", n=params.n_sft_tasks, purpose="sft",
                                                      seed=params.seed + 1, families=families))
+    # Stages that share no inputs run side by side: a rollout-bound evaluation leaves most of
+    # a core idle (its engine waits on harness processes), which distillation + SFT, and
+    # later GRPO, use. Each evaluation has its own engine; results do not depend on timing.
     stage(STAGES[2], 3, n)
-    distilled = await distill_task(params.preset, params.overrides, sorted(sft_syn["verified_dirs"]), params.teacher, None)
+    base_eval = asyncio.ensure_future(evaluate_task(params.preset, params.overrides, eval_dirs, None, "base",
+                                                    ["react"], 1, params.eval_samples))
+    try:
+        distilled = await distill_task(params.preset, params.overrides, sorted(sft_syn["verified_dirs"]),
+                                       params.teacher, None)
+        # a blocking task: in the task runner's thread, so the event loop keeps the evaluation going
+        sft = await asyncio.to_thread(sft_task.submit(params.preset, params.overrides, distilled.parquet, None).result)
+        evals = {"base": await base_eval}
+    finally:
+        await _settle(base_eval)
     stage(STAGES[3], 4, n)
-    sft = sft_task(params.preset, params.overrides, distilled.parquet, None)
-    evals = {}
-    for index, (label, path) in enumerate((("base", None), ("sft", sft.checkpoint)), start=5):
-        stage(STAGES[index - 1], index, n)
-        evals[label] = await evaluate_task(params.preset, params.overrides, eval_dirs, path, label, ["react"], 1,
-                                           params.eval_samples)
-    stage(STAGES[6], 7, n)
-    rl = await rl_task(params.preset, params.overrides, train_dirs, sft.checkpoint, params.rl_steps) if params.rl_steps != 0 else None
-    stage(STAGES[7], 8, n)
+    sft_eval = asyncio.ensure_future(evaluate_task(params.preset, params.overrides, eval_dirs, sft.checkpoint, "sft",
+                                                   ["react"], 1, params.eval_samples))
+    try:
+        rl = (await rl_task(params.preset, params.overrides, train_dirs, sft.checkpoint, params.rl_steps)
+              if params.rl_steps != 0 else None)
+        evals["sft"] = await sft_eval
+    finally:
+        await _settle(sft_eval)
+    stage(STAGES[4], 5, n)
     final_ckpt = rl.checkpoint if rl else sft.checkpoint
     evals["sft+rl"] = await evaluate_task(params.preset, params.overrides, eval_dirs, final_ckpt, "sft+rl", ["react"], 1,
                                           params.eval_samples)

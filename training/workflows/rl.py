@@ -39,8 +39,14 @@ from storage.migrate import upgrade
 from training.trajectory import prepare_grpo_batch
 from training.trajectory.staleness import StalenessPolicy, StalenessReport, filter_stale
 from training.workflows.activity import TimedEngine
+from training.workflows.async_rl import in_thread
 from training.workflows.common import (
-    local_engine, mean_reward, outcome_counts, rollout_service, sample_tasks, vllm_engine,
+    local_engine,
+    mean_reward,
+    outcome_counts,
+    rollout_service,
+    sample_tasks,
+    vllm_engine,
 )
 from training.workflows.compose import compose
 from training.workflows.plots import curves_png
@@ -117,7 +123,7 @@ async def rl_train(
     composition = compose(preset, "rl", model_path, run_dir=out)
     composition.require_runnable()  # one line naming the preset key, before anything loads
     if composition.trainer is not None and composition.trainer.kind == "verl":
-        from training.trainers.verl.run import run_verl  # noqa: PLC0415
+        from training.trainers.verl.run import run_verl
 
         return await run_verl(preset, tasks, composition, model_path=model_path, steps=steps, run_id=run_id, out_dir=out)
     out.mkdir(parents=True, exist_ok=True)
@@ -157,7 +163,7 @@ async def rl_train(
     try:
         async with rollout_service(preset, timed, run_id=run_id) as service:
             if cfg.async_rollouts:
-                from training.workflows.async_rl import async_steps, in_thread  # noqa: PLC0415
+                from training.workflows.async_rl import async_steps
 
                 async def push() -> None:
                     await in_thread(trainer.push_weights, engine)  # under the engine's weights lock: not on the loop
@@ -175,21 +181,14 @@ async def rl_train(
                     s0 = time.perf_counter()
                     batch = sample_tasks(tasks, cfg.train_batch_size, rng)
                     results = await service.run_groups(batch, cfg.group_size, role="train", tag=f"s{step}")
-                    items = service.recorded(results)
-                    # sync: every call was sampled by the current weights (measured, not assumed)
-                    _, stale = filter_stale(items, int(engine.policy_version or 0), StalenessPolicy.from_train(cfg))
-                    samples, report = prepare_grpo_batch(
-                        items, gamma=cfg.gamma, eps=cfg.adv_eps, norm_by_std=cfg.norm_adv_by_std,
-                        drop_zero_variance=cfg.drop_zero_variance_groups, merge=True, tokenizer=trainer.tokenizer,
-                    )
-                    metrics: dict[str, float] = {}
+                    # the batch's DB reads and the optimiser step run in a worker thread: the
+                    # event loop keeps serving whatever else shares it (an evaluation, the proxy)
                     t0 = time.perf_counter()
-                    if any(s.advantage != 0.0 for s in samples) or cfg.kl_coef or cfg.entropy_coef:
-                        metrics = trainer.step(samples)
-                        if metrics.get("updated"):
-                            w0 = time.perf_counter()
-                            await sync.push(trainer, engine)
-                            metrics["weight_sync_seconds"] = time.perf_counter() - w0
+                    _, report, stale, metrics = await in_thread(_sync_step, service, results, trainer, engine, cfg)
+                    if metrics.get("updated"):
+                        w0 = time.perf_counter()
+                        await sync.push(trainer, engine)
+                        metrics["weight_sync_seconds"] = time.perf_counter() - w0
                     t1 = time.perf_counter()
                     metrics.update({k: v for k, v in stale.as_metrics().items()
                                     if k.startswith(("staleness_", "spanning_t"))})
@@ -223,6 +222,23 @@ async def rl_train(
     )
     return RLReport(run_id=run_id, preset=preset.name, steps=records, checkpoint=str(checkpoint),
                     curve_png=str(png), seconds=time.perf_counter() - t0)
+
+
+def _sync_step(service: Any, results: Sequence[Any], trainer: Any, engine: Any, cfg: Any
+               ) -> tuple[list[Any], Any, StalenessReport, dict[str, float]]:
+    """One synchronous step after its rollouts: the recorded calls → GRPO batch → one update
+    (none when no sample carries a signal). Blocking (DB reads, the optimiser): run it off the loop."""
+    items = service.recorded(results)
+    # sync: every call was sampled by the current weights (measured, not assumed)
+    _, stale = filter_stale(items, int(engine.policy_version or 0), StalenessPolicy.from_train(cfg))
+    samples, report = prepare_grpo_batch(
+        items, gamma=cfg.gamma, eps=cfg.adv_eps, norm_by_std=cfg.norm_adv_by_std,
+        drop_zero_variance=cfg.drop_zero_variance_groups, merge=True, tokenizer=trainer.tokenizer,
+    )
+    metrics: dict[str, float] = {}
+    if any(s.advantage != 0.0 for s in samples) or cfg.kl_coef or cfg.entropy_coef:
+        metrics = trainer.step(samples)
+    return samples, report, stale, metrics
 
 
 def _record(step: int, results: Sequence[Any], report: Any, metrics: dict[str, float], seconds: float,
@@ -264,7 +280,7 @@ class CheckpointReload(WeightSync):
         self.last: Path | None = None
 
     async def push(self, trainer: Any, engine: Any) -> None:
-        import shutil  # noqa: PLC0415
+        import shutil
 
         path = trainer.save_checkpoint(self.root / f"step-{trainer.global_step}")
         await engine.reload_weights(path, version=trainer.global_step)
@@ -276,7 +292,7 @@ class CheckpointReload(WeightSync):
 async def _policy(preset: Preset, kind: str, model_path: str | Path | None, out: Path, db: Any,
                   run_id: str) -> tuple[Any, Any, WeightSync]:
     """``(engine, trainer, weight sync)`` of a local-trainer run."""
-    from training.trainers.local import LocalTrainer  # noqa: PLC0415 - torch
+    from training.trainers.local import LocalTrainer
 
     cfg = preset.train
     if kind == "local":
@@ -284,7 +300,7 @@ async def _policy(preset: Preset, kind: str, model_path: str | Path | None, out:
         trainer = LocalTrainer(engine_model_copy(engine), engine.tokenizer, cfg, device=preset.engine.device,
                                db_engine=db, run_id=run_id, in_process_engine=True)
         return engine, trainer, WeightSync()
-    from training.engines.model_store import resolve_model  # noqa: PLC0415
+    from training.engines.model_store import resolve_model
 
     source = resolve_model(str(model_path) if model_path else preset.engine.model_path)
     trainer = LocalTrainer.from_pretrained(source, cfg, device=preset.engine.device, db_engine=db, run_id=run_id,
@@ -305,7 +321,7 @@ async def _policy(preset: Preset, kind: str, model_path: str | Path | None, out:
 
 def engine_model_copy(engine: Any) -> Any:
     """A trainable copy of the engine's model (the engine keeps serving its own copy)."""
-    import copy  # noqa: PLC0415
+    import copy
 
     model = copy.deepcopy(engine.model)
     model.float()

@@ -246,3 +246,24 @@ def test_ppo_epochs_update_once_per_pass_against_fixed_behaviour_logprobs() -> N
     assert trainer.global_step == 2
     # pass 1 is on-policy (ratio 1), pass 2 sees the updated policy against the same old logprobs
     assert metrics["ratio_mean"] != pytest.approx(1.0, abs=1e-4)
+
+
+def test_a_step_in_a_worker_thread_uses_every_core_whatever_the_thread_inherited() -> None:
+    """torch's intra-op thread count is per thread, and a thread started after the local engine
+    lowered its own count inherits the lower one: a GRPO step run off the event loop
+    (``asyncio.to_thread``) must not silently train on one core."""
+    import threading
+
+    trainer = LocalTrainer(make_tiny_llama(), None, _cfg())
+    seen: dict[str, int] = {}
+
+    def worker() -> None:
+        torch.set_num_threads(1)  # what a thread started after the engine's decode setting gets
+        trainer.step(_group())
+        seen["after_step"] = torch.get_num_threads()
+
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join()
+    assert trainer.cpu_threads >= 1
+    assert seen["after_step"] == trainer.cpu_threads

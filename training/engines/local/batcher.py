@@ -27,6 +27,7 @@ from __future__ import annotations
 import concurrent.futures
 import inspect
 import logging
+import os
 import threading
 import time
 from collections import deque
@@ -210,7 +211,9 @@ class Batcher:
 
     # ------------------------------------------------------------------------ worker
     def _run(self) -> None:
-        self._all_threads = torch.get_num_threads()  # the process default: every core
+        # every core the process may use (not torch's count in this new thread: a thread started
+        # after another engine lowered its own count inherits that lower count)
+        self._all_threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         if self.threads is not None and self.device.type == "cpu":
             torch.set_num_threads(self.threads)
         self.stats.threads = torch.get_num_threads()

@@ -25,6 +25,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import os
 import random
 import time
 from collections.abc import Sequence
@@ -98,6 +99,11 @@ class LocalTrainer:
             weight_decay=config.weight_decay,
         )
         self.global_step = 0  # optimiser updates done
+        #: Intra-op threads of this trainer's passes on CPU: every core the process may use.
+        #: Set in the thread that runs each step — torch's count is per thread, and a thread
+        #: started after the local engine lowered its own count (to one, for decode steps)
+        #: inherits that, so a step run by ``asyncio.to_thread`` would otherwise use one core.
+        self.cpu_threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         #: Whether the engine that recorded the behaviour logprobs is this process's local
         #: engine (same weights, same numerics): importance correction is off then by default.
         self.in_process_engine = in_process_engine
@@ -108,7 +114,7 @@ class LocalTrainer:
     def from_pretrained(cls, path: str | Path, config: TrainConfig, **kwargs: Any) -> LocalTrainer:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        from training.engines.local.context import policy_config  # noqa: PLC0415
+        from training.engines.local.context import policy_config
 
         dtype = kwargs.pop("dtype", torch.float32)
         # the engine's config (the default model's context extension included), so what this
@@ -180,6 +186,7 @@ class LocalTrainer:
         """
         if self.config.algorithm != "grpo":
             raise ValueError(f"train.algorithm is {self.config.algorithm!r}: use sft_step for SFT")
+        self._use_cores()
         samples, overlong = self.split_overlong([s for s in samples if s.n_loss_tokens > 0])
         if not samples:
             log.warning("GRPO step with no trainable tokens: no update")
@@ -278,6 +285,7 @@ class LocalTrainer:
     def sft_step(self, examples: Sequence[SftExample | Sample]) -> dict[str, float]:
         """One SFT update: token-mean NLL of the learned tokens over ``examples``."""
         t0 = time.perf_counter()
+        self._use_cores()
         seqs = [e if isinstance(e, SftExample) else SftExample.from_sample(e) for e in examples]
         seqs = [e for e in seqs if sum(e.loss_mask) > 0]
         max_len = self.config.max_prompt_length + self.config.max_response_length
@@ -315,6 +323,10 @@ class LocalTrainer:
         return metrics
 
     # ------------------------------------------------------------- helpers
+    def _use_cores(self) -> None:
+        if self.device.type == "cpu" and torch.get_num_threads() != self.cpu_threads:
+            torch.set_num_threads(self.cpu_threads)
+
     def _update(self) -> dict[str, float]:
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.max_grad_norm)
         lr = self.config.lr * min(1.0, (self.global_step + 1) / self.config.warmup_steps) if self.config.warmup_steps else self.config.lr
