@@ -63,6 +63,24 @@ async def held_out(preset, tasks, model_path, label: str, samples: int, harness:
     return result
 
 
+def _unchanged(label: str, start: HeldOut) -> HeldOut:
+    """GRPO made no update: the checkpoint is its start, so its held-out figure is the start's."""
+    print(f"  held-out [{label}]: unchanged weights, the start's {start.mean:.3f} ± {start.se:.3f} (n={start.n})", flush=True)
+    return HeldOut(label, start.mean, start.se, start.n)
+
+
+async def _grpo(preset, train, model_path, args: argparse.Namespace, run_id: str):
+    """GRPO for ``args.steps``; None (reported, not raised) when it made no optimiser update."""
+    from training.workflows.rl import NoLearningSignal, rl_train
+
+    try:
+        return await rl_train(preset, train, model_path=model_path, steps=args.steps, run_id=run_id,
+                              on_step=lambda r: print(_step_line(r), flush=True))
+    except NoLearningSignal as exc:
+        print(f"  GRPO made no update: {exc}", flush=True)
+        return None
+
+
 def _step_line(r) -> str:
     return (f"  step {r.step}: train reward {r.reward_mean:.3f}  samples {r.samples}  zero-var groups "
             f"{r.zero_variance_groups}/{r.groups}  updates {r.updates}  ({r.seconds:.0f}s)")
@@ -74,7 +92,6 @@ async def main_async(args: argparse.Namespace) -> int:
     from storage.admin import init_home
     from training.workflows.distill import distill
     from training.workflows.plots import curves_png
-    from training.workflows.rl import rl_train
     from training.workflows.sft import sft_train
 
     t0 = time.perf_counter()
@@ -102,9 +119,9 @@ async def main_async(args: argparse.Namespace) -> int:
     results["base"] = await held_out(preset, eval_tasks, None, "base", args.eval_samples, args.harness)
 
     print("GRPO from base:", flush=True)
-    rl = await rl_train(preset, train, steps=args.steps, run_id=f"learning-rl-{args.seed}",
-                        on_step=lambda r: print(_step_line(r), flush=True))
-    results["rl"] = await held_out(preset, eval_tasks, rl.checkpoint, "rl", args.eval_samples, args.harness)
+    rl = await _grpo(preset, train, None, args, f"learning-rl-{args.seed}")
+    results["rl"] = (await held_out(preset, eval_tasks, rl.checkpoint, "rl", args.eval_samples, args.harness)
+                     if rl else _unchanged("rl", results["base"]))
 
     print("SFT on oracle-teacher trajectories, then GRPO:", flush=True)
     distilled = await distill(preset, sft_tasks, teacher="oracle", run_id=f"learning-distill-{args.seed}")
@@ -112,19 +129,19 @@ async def main_async(args: argparse.Namespace) -> int:
     print(f"  SFT: {sft.examples} examples, {sft.overlong_dropped} overlong dropped, {sft.updates} updates, "
           f"final loss {sft.losses[-1]:.3f}", flush=True)
     results["sft"] = await held_out(preset, eval_tasks, sft.checkpoint, "sft", args.eval_samples, args.harness)
-    sft_rl = await rl_train(preset, train, model_path=sft.checkpoint, steps=args.steps, run_id=f"learning-sft-rl-{args.seed}",
-                            on_step=lambda r: print(_step_line(r), flush=True))
-    results["sft+rl"] = await held_out(preset, eval_tasks, sft_rl.checkpoint, "sft+rl", args.eval_samples, args.harness)
+    sft_rl = await _grpo(preset, train, sft.checkpoint, args, f"learning-sft-rl-{args.seed}")
+    results["sft+rl"] = (await held_out(preset, eval_tasks, sft_rl.checkpoint, "sft+rl", args.eval_samples, args.harness)
+                         if sft_rl else _unchanged("sft+rl", results["sft"]))
 
     png = curves_png(
-        {"rl_from_base_train_reward": [(s.step, s.reward_mean) for s in rl.steps],
-         "rl_after_sft_train_reward": [(s.step, s.reward_mean) for s in sft_rl.steps],
+        {"rl_from_base_train_reward": [(s.step, s.reward_mean) for s in rl.steps] if rl else [],
+         "rl_after_sft_train_reward": [(s.step, s.reward_mean) for s in sft_rl.steps] if sft_rl else [],
          "held_out_reward": list(enumerate(r.mean for r in results.values()))},
         Path(args.out) / f"learning-{args.harness}-seed{args.seed}.png",
         title="held-out: 0 base, 1 RL, 2 SFT, 3 SFT+RL")
     wall = time.perf_counter() - t0
     print("\n| checkpoint | held-out mean ± SE | n | optimiser updates |\n|---|---|---|---|")
-    updates = {"base": 0, "rl": rl.updates, "sft": sft.updates, "sft+rl": sft_rl.updates}
+    updates = {"base": 0, "rl": rl.updates if rl else 0, "sft": sft.updates, "sft+rl": sft_rl.updates if sft_rl else 0}
     for k, r in results.items():
         print(f"| {k} | {r.mean:.3f} ± {r.se:.3f} | {r.n} | {updates[k]} |")
     print()

@@ -17,6 +17,7 @@ from openforge.presets import Preset
 from training.evaluation.behaviour import Trajectory as BehaviourTrajectory
 from training.evaluation.behaviour import capabilities, tool_usage
 from training.evaluation.passk import Outcome, score
+from training.memory import release_freed_memory
 from training.workflows.common import outcome_counts, policy_engine, rollout_service
 
 
@@ -103,6 +104,7 @@ async def evaluate(
                                                             tools_by_task.get(r.task_id or "", [])))
     finally:
         await engine.aclose()
+        release_freed_memory()  # the engine's KV caches and weights, before the next stage allocates
     table = [
         HarnessEval(harness=s.harness, tasks=s.tasks, samples=s.samples, mean_reward=s.mean_reward,
                     stderr=standard_error([o.reward for o in outcomes if o.harness == s.harness and o.reward is not None]),
@@ -145,7 +147,7 @@ def standard_error(values: Sequence[float]) -> float:
 
 def compare_png(reports: Sequence[EvalReport], path: str | Path) -> Path:
     """Radar chart of the five capabilities for several evaluated checkpoints."""
-    from training.evaluation.behaviour import radar_png  # noqa: PLC0415
+    from training.evaluation.behaviour import radar_png
 
     return radar_png({r.label: r.capabilities for r in reports}, path, title="Behaviour: capabilities")
 

@@ -36,6 +36,7 @@ import torch
 
 from openforge.presets import Preset, TrainConfig
 from openforge.settings import get_settings
+from training.memory import release_freed_memory
 from training.trainers.local.batching import Batch, collate, fits, response_logprobs
 from training.trainers.local.losses import (
     grpo_token_loss,
@@ -276,6 +277,7 @@ class LocalTrainer:
         if correct:
             metrics["tis_weight_mean"] = sums["tis_weight"] / per_pass
         metrics.update(update)
+        release_freed_memory()
         metrics["seconds"] = time.perf_counter() - t0
         metrics["tokens_per_s"] = metrics["tokens"] * cfg.ppo_epochs / max(metrics["seconds"], 1e-9)
         self._record(metrics)
@@ -318,6 +320,7 @@ class LocalTrainer:
             loss_sum += float(loss.detach())
         metrics = {"loss": loss_sum, "examples": float(len(seqs)), "tokens": total, "overlong_dropped": float(overlong)}
         metrics.update(self._update())
+        release_freed_memory()
         metrics["seconds"] = time.perf_counter() - t0
         self._record(metrics)
         return metrics
