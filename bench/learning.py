@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import math
 import os
 import sys
@@ -108,6 +109,14 @@ async def main_async(args: argparse.Namespace) -> int:
                        ("train.train_batch_size", args.batch_tasks), ("train.lr", args.lr)):
         if value is not None:  # else the preset's (the main job's) value
             overrides[key] = value
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"--set {item!r}: expected KEY=VALUE (a dotted preset key)")
+        try:
+            overrides[key] = json.loads(value)
+        except ValueError:
+            overrides[key] = value  # a plain string
     preset = load_preset(args.preset, overrides)
     args.steps, args.group, args.batch_tasks, args.lr = (preset.train.steps, preset.train.group_size,
                                                          preset.train.train_batch_size, preset.train.lr)
@@ -169,6 +178,8 @@ def main() -> int:
     p.add_argument("--home", default=None)
     p.add_argument("--out", default="bench/out")
     p.add_argument("--quick", action="store_true", help="tiny run to check the wiring")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="a preset override, e.g. rollout.concurrency=8 (repeatable; JSON values)")
     args = p.parse_args()
     if args.quick:
         args.steps, args.train_tasks, args.sft_tasks, args.eval_tasks, args.batch_tasks, args.group = 1, 2, 2, 2, 1, 4
