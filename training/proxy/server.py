@@ -43,7 +43,10 @@ class BackgroundUvicorn:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self.host, self.port))
         self.port = sock.getsockname()[1]
-        config = uvicorn.Config(self.app, host=self.host, port=self.port, log_level=self.log_level,
+        # log_config=None: uvicorn's dictConfig would replace the process's logging handlers
+        # (Prefect's among them, flushed under logging's lock) from this thread — a deadlock
+        # when a Prefect task starts on another thread at that moment (two pipeline stages at once)
+        config = uvicorn.Config(self.app, host=self.host, port=self.port, log_level=self.log_level, log_config=None,
                                 lifespan="on", access_log=False, timeout_graceful_shutdown=5)
         self._server = uvicorn.Server(config)
 
