@@ -184,7 +184,7 @@ async def rl_train(
                     # the batch's DB reads and the optimiser step run in a worker thread: the
                     # event loop keeps serving whatever else shares it (an evaluation, the proxy)
                     t0 = time.perf_counter()
-                    _, report, stale, metrics = await in_thread(_sync_step, service, results, trainer, engine, cfg)
+                    report, stale, metrics = await in_thread(_sync_step, service, results, trainer, engine, cfg)
                     if metrics.get("updated"):
                         w0 = time.perf_counter()
                         await sync.push(trainer, engine)
@@ -225,7 +225,7 @@ async def rl_train(
 
 
 def _sync_step(service: Any, results: Sequence[Any], trainer: Any, engine: Any, cfg: Any
-               ) -> tuple[list[Any], Any, StalenessReport, dict[str, float]]:
+               ) -> tuple[Any, StalenessReport, dict[str, float]]:
     """One synchronous step after its rollouts: the recorded calls → GRPO batch → one update
     (none when no sample carries a signal). Blocking (DB reads, the optimiser): run it off the loop."""
     items = service.recorded(results)
@@ -238,7 +238,7 @@ def _sync_step(service: Any, results: Sequence[Any], trainer: Any, engine: Any, 
     metrics: dict[str, float] = {}
     if any(s.advantage != 0.0 for s in samples) or cfg.kl_coef or cfg.entropy_coef:
         metrics = trainer.step(samples)
-    return samples, report, stale, metrics
+    return report, stale, metrics
 
 
 def _record(step: int, results: Sequence[Any], report: Any, metrics: dict[str, float], seconds: float,
