@@ -292,17 +292,23 @@ class CheckpointReload(WeightSync):
 async def _policy(preset: Preset, kind: str, model_path: str | Path | None, out: Path, db: Any,
                   run_id: str) -> tuple[Any, Any, WeightSync]:
     """``(engine, trainer, weight sync)`` of a local-trainer run."""
+    import torch
+
+    from training.engines.model_store import resolve_model
     from training.trainers.local import LocalTrainer
+    from training.trainers.local.trainer import load_policy_model
 
     cfg = preset.train
+    source = resolve_model(str(model_path) if model_path else preset.engine.model_path)
     if kind == "local":
         engine = local_engine(preset, model_path)
-        trainer = LocalTrainer(engine_model_copy(engine), engine.tokenizer, cfg, device=preset.engine.device,
+        if engine.dtype == torch.float32:
+            model = engine_model_copy(engine)
+        else:  # a bf16 engine's weights are rounded: the trainer's float32 master weights come from disk
+            model = load_policy_model(source, preset.engine.context_length)
+        trainer = LocalTrainer(model, engine.tokenizer, cfg, device=preset.engine.device,
                                db_engine=db, run_id=run_id, in_process_engine=True)
         return engine, trainer, WeightSync()
-    from training.engines.model_store import resolve_model
-
-    source = resolve_model(str(model_path) if model_path else preset.engine.model_path)
     trainer = LocalTrainer.from_pretrained(source, cfg, device=preset.engine.device, db_engine=db, run_id=run_id,
                                            in_process_engine=False,
                                            context_length=getattr(preset.engine, "context_length", None))

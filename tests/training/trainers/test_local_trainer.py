@@ -110,6 +110,36 @@ def test_first_epoch_ratio_is_one_against_the_engine_at_any_sampling(temperature
         assert abs(plain["engine_ratio_mean"] - 1.0) > 1e-3
 
 
+def test_bfloat16_compute_runs_the_passes_in_bf16_keeps_fp32_master_weights_and_matches_a_bf16_engine() -> None:
+    """train.compute_dtype = bfloat16 (the CPU main job's): autocast matmuls, float32 weights
+    and optimiser; against an engine holding the same weights in bf16, the first-epoch ratio
+    stays 1 within bf16 numerics."""
+    import copy
+
+    model = make_tiny_llama()
+    engine_model = copy.deepcopy(model).to(torch.bfloat16)  # what a bf16 local engine serves
+    trajs = []
+    for i, reward in enumerate((1.0, 0.0, 0.5)):
+        response, lps = _engine_sampled(engine_model, [1, 3, 4], 6, 0.8, 1.0, 0, seed=i)
+        call = {**chat_call(0, [1, 3, 4], response, logprobs=lps), "request": {"messages": [], "temperature": 0.8}}
+        trajs.append(build_trajectory(rollout(f"r{i}", reward=reward), [call]))
+    samples, _ = assign_group_advantages(trajs)
+    trainer = LocalTrainer(model, None, _cfg(compute_dtype="bfloat16", lr=1e-3))
+    seen: list[torch.dtype] = []
+    hook = trainer.model.get_output_embeddings().register_forward_hook(lambda _m, _i, out: seen.append(out.dtype))
+    metrics = trainer.step(samples)
+    hook.remove()
+    assert seen and all(d == torch.bfloat16 for d in seen)
+    assert all(p.dtype == torch.float32 for p in trainer.model.parameters())
+    assert metrics["updated"] == 1.0
+    assert metrics["engine_ratio_mean"] == pytest.approx(1.0, abs=0.02)
+    fp32_seen: list[torch.dtype] = []
+    plain = LocalTrainer(make_tiny_llama(), None, _cfg())
+    plain.model.get_output_embeddings().register_forward_hook(lambda _m, _i, out: fp32_seen.append(out.dtype))
+    plain.step(samples)
+    assert fp32_seen and all(d == torch.float32 for d in fp32_seen)
+
+
 def test_overlong_samples_are_dropped_and_counted_never_truncated() -> None:
     win = build_trajectory(rollout("win", reward=1.0), [chat_call(0, [1, 3, 4], [5, 6])])
     lose = build_trajectory(rollout("lose", reward=0.0), [chat_call(0, [1, 3, 4, 4, 4, 4], [7, 8])])

@@ -22,6 +22,7 @@ One :meth:`LocalTrainer.step` consumes one RL batch of :class:`~training.traject
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import logging
@@ -62,6 +63,18 @@ def sft_train_config(preset: Preset) -> TrainConfig:
             "max_response_length": preset.sft.max_length - preset.sft.max_length // 2,
         }
     )
+
+
+def load_policy_model(path: str | Path, context_length: int | None = None,
+                      dtype: torch.dtype = torch.float32) -> torch.nn.Module:
+    """The model at ``path`` with the engine's config (the default model's context extension
+    included), so what a trainer saves is served and trained with one positional encoding."""
+    from transformers import AutoModelForCausalLM
+
+    from training.engines.local.context import policy_config
+
+    model_config, _ = policy_config(str(path), context_length)
+    return AutoModelForCausalLM.from_pretrained(str(path), config=model_config, dtype=dtype)
 
 
 class LocalTrainer:
@@ -113,15 +126,9 @@ class LocalTrainer:
 
     @classmethod
     def from_pretrained(cls, path: str | Path, config: TrainConfig, **kwargs: Any) -> LocalTrainer:
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoTokenizer
 
-        from training.engines.local.context import policy_config
-
-        dtype = kwargs.pop("dtype", torch.float32)
-        # the engine's config (the default model's context extension included), so what this
-        # trainer saves is served and trained with the same positional encoding
-        model_config, _ = policy_config(str(path), kwargs.pop("context_length", None))
-        model = AutoModelForCausalLM.from_pretrained(str(path), config=model_config, dtype=dtype)
+        model = load_policy_model(path, kwargs.pop("context_length", None), kwargs.pop("dtype", torch.float32))
         tokenizer = AutoTokenizer.from_pretrained(str(path))
         return cls(model, tokenizer, config, **kwargs)
 
@@ -164,7 +171,8 @@ class LocalTrainer:
         out: list[list[float]] = [[] for _ in samples]
         self.model.eval()
         for idx in self._micro_batches(len(samples)):
-            lp = response_logprobs(self.model, self._tensors(samples, idx)).cpu()
+            with self._autocast():
+                lp = response_logprobs(self.model, self._tensors(samples, idx)).cpu()
             for b, i in enumerate(idx):
                 out[i] = lp[b, : len(samples[i].response_ids)].tolist()
         return out
@@ -219,17 +227,18 @@ class LocalTrainer:
                 if correct:  # truncated IS weight of the behaviour (engine) vs the trainer's π_old
                     is_w = torch.clamp(torch.exp(torch.clamp(old_lp - beh, -20.0, 20.0)), max=cfg.tis_cap)
                     w = w * is_w
-                if want_entropy:
-                    logp, entropy = response_logprobs(self.model, batch, with_entropy=True)
-                else:
-                    logp, entropy = response_logprobs(self.model, batch), torch.zeros(shape, device=self.device)
+                with self._autocast():
+                    if want_entropy:
+                        logp, entropy = response_logprobs(self.model, batch, with_entropy=True)
+                    else:
+                        logp, entropy = response_logprobs(self.model, batch), torch.zeros(shape, device=self.device)
                 pg, clipped = grpo_token_loss(
                     logp, old_lp, adv, clip_low=cfg.clip_eps_low, clip_high=cfg.clip_eps_high, dual_clip_c=cfg.dual_clip_c
                 )
                 per_token = pg - cfg.entropy_coef * entropy
                 kl = torch.zeros_like(pg)
                 if self.ref_model is not None:
-                    with torch.no_grad():
+                    with torch.no_grad(), self._autocast():
                         ref_lp = response_logprobs(self.ref_model, batch)
                     kl = kl_k3(logp, ref_lp)
                     per_token = per_token + cfg.kl_coef * kl
@@ -314,7 +323,8 @@ class LocalTrainer:
                 responses.append(ids[first:])
                 masks.append(mask[first:])
             batch = collate(prompts, responses, masks, self.pad_id, self.device)
-            logp = response_logprobs(self.model, batch)  # [B, R]
+            with self._autocast():
+                logp = response_logprobs(self.model, batch)  # [B, R]
             loss = (sft_token_loss(logp) * batch.mask).sum() / total  # token-mean over the step
             loss.backward()
             loss_sum += float(loss.detach())
@@ -326,6 +336,13 @@ class LocalTrainer:
         return metrics
 
     # ------------------------------------------------------------- helpers
+    def _autocast(self) -> contextlib.AbstractContextManager[Any]:
+        """The forward passes' mixed precision (``train.compute_dtype``): bfloat16 matmuls
+        under autocast, float32 master weights; float32 logits → logprobs either way."""
+        if self.config.compute_dtype == "float32":
+            return contextlib.nullcontext()
+        return torch.autocast(device_type=self.device.type, dtype=getattr(torch, self.config.compute_dtype))
+
     def _use_cores(self) -> None:
         if self.device.type == "cpu" and torch.get_num_threads() != self.cpu_threads:
             torch.set_num_threads(self.cpu_threads)
