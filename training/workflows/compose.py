@@ -212,6 +212,9 @@ def compose(preset: Preset, workflow: Workflow = "rl", model_path: str | Path | 
         if e.weight_sync is not None:
             raise CompositionError(f"{where}: engine.weight_sync is not read by train.trainer = 'verl' (veRL syncs its "
                                    "replicas itself)")
+        if preset.train.compute_dtype is not None:
+            raise CompositionError(f"{where}: train.compute_dtype is the local trainer's; veRL's FSDP actor keeps its "
+                                   "own mixed precision (bf16 compute): unset it or set train.trainer = 'local'")
         if preset.train.gamma != 1.0:
             raise CompositionError(f"{where}: train.gamma = {preset.train.gamma} with train.trainer = 'verl': veRL "
                                    "broadcasts one advantage to every call of a trajectory (γ = 1 only)")

@@ -39,7 +39,6 @@ from storage.migrate import upgrade
 from training.trajectory import prepare_grpo_batch
 from training.trajectory.staleness import StalenessPolicy, StalenessReport, filter_stale
 from training.workflows.activity import TimedEngine
-from training.workflows.async_rl import in_thread
 from training.workflows.common import (
     local_engine,
     mean_reward,
@@ -50,6 +49,7 @@ from training.workflows.common import (
 )
 from training.workflows.compose import compose
 from training.workflows.plots import curves_png
+from training.workflows.trainer_thread import in_thread
 
 log = logging.getLogger(__name__)
 

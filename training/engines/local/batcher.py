@@ -27,7 +27,6 @@ from __future__ import annotations
 import concurrent.futures
 import inspect
 import logging
-import os
 import threading
 import time
 from collections import deque
@@ -37,6 +36,7 @@ from typing import Any
 import torch
 from transformers.cache_utils import DynamicCache, DynamicLayer
 
+from training.cpu import available_cores
 from training.engines.base import EngineError
 from training.engines.local.kv_cache import GrowingLayer, growing_cache
 from training.engines.local.prefix_cache import PrefixCache, common_prefix
@@ -213,7 +213,7 @@ class Batcher:
     def _run(self) -> None:
         # every core the process may use (not torch's count in this new thread: a thread started
         # after another engine lowered its own count inherits that lower count)
-        self._all_threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        self._all_threads = available_cores()
         if self.threads is not None and self.device.type == "cpu":
             torch.set_num_threads(self.threads)
         self.stats.threads = torch.get_num_threads()

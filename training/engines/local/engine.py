@@ -40,6 +40,7 @@ from typing import Any
 
 import torch
 
+from training.cpu import available_cores
 from training.engines.base import EngineError, EngineRequestError
 from training.engines.local.batcher import (
     Batcher,
@@ -68,7 +69,7 @@ def default_cpu_threads() -> int:
     on 2 cores with 8 react rollouts running, a decode step took ~2.2 s with 2 threads and
     ~0.2-0.4 s with 1 (same process, same load; issue 13's note).
     """
-    return max(1, (os.cpu_count() or 2) // 2)
+    return max(1, available_cores() // 2)
 
 
 def _default_dtype(device: str) -> torch.dtype:

@@ -26,7 +26,6 @@ import contextlib
 import copy
 import json
 import logging
-import os
 import random
 import time
 from collections.abc import Sequence
@@ -37,6 +36,7 @@ import torch
 
 from openforge.presets import Preset, TrainConfig
 from openforge.settings import get_settings
+from training.cpu import available_cores
 from training.memory import release_freed_memory
 from training.trainers.local.batching import Batch, collate, fits, response_logprobs
 from training.trainers.local.losses import (
@@ -117,7 +117,7 @@ class LocalTrainer:
         #: Set in the thread that runs each step — torch's count is per thread, and a thread
         #: started after the local engine lowered its own count (to one, for decode steps)
         #: inherits that, so a step run by ``asyncio.to_thread`` would otherwise use one core.
-        self.cpu_threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        self.cpu_threads = available_cores()
         #: Whether the engine that recorded the behaviour logprobs is this process's local
         #: engine (same weights, same numerics): importance correction is off then by default.
         self.in_process_engine = in_process_engine
@@ -339,7 +339,7 @@ class LocalTrainer:
     def _autocast(self) -> contextlib.AbstractContextManager[Any]:
         """The forward passes' mixed precision (``train.compute_dtype``): bfloat16 matmuls
         under autocast, float32 master weights; float32 logits → logprobs either way."""
-        if self.config.compute_dtype == "float32":
+        if self.config.compute_dtype in (None, "float32"):
             return contextlib.nullcontext()
         return torch.autocast(device_type=self.device.type, dtype=getattr(torch, self.config.compute_dtype))
 
