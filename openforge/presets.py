@@ -65,11 +65,12 @@ class TrainConfig(_Section):
     max_response_length: int = Field(1024, ge=1)
     drop_zero_variance_groups: bool = True
     gradient_checkpointing: bool = False
-    compute_dtype: Literal["float32", "bfloat16"] | None = Field(
+    compute_dtype: Literal["float32", "bfloat16", "auto"] | None = Field(
         None, description="Local trainer: dtype of the forward/backward passes (None: float32). bfloat16 runs "
         "them under torch.autocast (weights, gradients and AdamW state stay float32; logprobs are taken in "
-        "float32 from the logits): ~1.7x faster steps on a CPU with AVX512-BF16. Not read by veRL (its FSDP "
-        "actor's mixed precision is its own): set with train.trainer = 'verl' it is rejected.")
+        "float32 from the logits): ~1.7x faster steps on a CPU with AVX512-BF16, several times slower on one "
+        "without (emulated). auto: bfloat16 where native (training/precision.py), else float32. Not read by "
+        "veRL (its FSDP actor's mixed precision is its own): set with train.trainer = 'verl' it is rejected.")
     checkpoint_dir: str | None = Field(None, description="Default: <OPENFORGE_HOME>/runs/<run_id>/checkpoints.")
     save_every: int = Field(0, ge=0, description="Save a checkpoint every N steps (0: only at the end).")
     seed: int = 0
@@ -122,7 +123,10 @@ class EngineConfig(_Section):
     url: str | None = Field(None, description="Base URL for kind = vllm (attach) or url.")
     max_batch: int = Field(8, ge=1, description="Concurrent sequences per forward (local engine).")
     device: str = "cpu"
-    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    dtype: Literal["float32", "bfloat16", "float16", "auto"] = Field(
+        "float32", description="Weights and passes of the engine. auto: the local engine takes bfloat16 where it "
+        "is native (a CPU with AVX512-BF16/AMX, a CUDA device that supports it; training/precision.py), else "
+        "float32; vLLM takes the model's own dtype.")
     threads: int | None = Field(
         None, ge=1,
         description="Local engine on CPU: intra-op threads of its forward passes. None: half the cores "

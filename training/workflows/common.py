@@ -46,12 +46,13 @@ def local_engine(preset: Preset, model_path: str | Path | None) -> Any:
                                f"{torch.__version__} sees no CUDA device here; use --set engine.device=cpu")
     from training.engines.local import LocalEngine  # noqa: PLC0415 - loads torch
     from training.engines.local.engine import default_cpu_threads  # noqa: PLC0415
+    from training.precision import resolve_dtype  # noqa: PLC0415
 
     path = model_path or preset.engine.model_path
     return LocalEngine(
         str(path) if path else None,
         device=preset.engine.device,
-        dtype=getattr(torch, preset.engine.dtype),
+        dtype=getattr(torch, resolve_dtype(preset.engine.dtype, preset.engine.device)),
         max_batch_size=preset.engine.max_batch,
         seed=preset.train.seed,
         context_length=preset.engine.context_length,

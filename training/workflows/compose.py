@@ -188,6 +188,13 @@ def _shell(argv: list[str]) -> str:
     return " ".join(shlex.quote(a) for a in argv)
 
 
+def _local_dtype(name: str, device: str) -> str:
+    """The local engine's dtype as it will load: ``auto`` shown with what it resolves to here."""
+    from training.precision import resolve_dtype  # noqa: PLC0415 - torch only for a cuda device
+
+    return f"auto -> {resolve_dtype(name, device)}" if name == "auto" else name
+
+
 def _model_label(preset: Preset, model_path: str | Path | None) -> str:
     path = model_path or preset.engine.model_path
     return str(path) if path else "(default model: SmolLM2-135M-Instruct)"
@@ -236,7 +243,7 @@ def compose(preset: Preset, workflow: Workflow = "rl", model_path: str | Path | 
     label = _model_label(preset, model_path)
     # ------------------------------------------------------------------- the engine
     if e.kind == "local":
-        engine = EnginePlan(kind="local", model=label, device=e.device, dtype=e.dtype,
+        engine = EnginePlan(kind="local", model=label, device=e.device, dtype=_local_dtype(e.dtype, e.device),
                             weight_sync="in_place" if trainer_kind == "local" else "none")
         if e.device.startswith("cuda") and not host.torch_cuda:
             problems.append(f"{where}: engine.device = {e.device!r} but torch {host.torch_version} sees no CUDA device "

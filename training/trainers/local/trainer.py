@@ -38,6 +38,7 @@ from openforge.presets import Preset, TrainConfig
 from openforge.settings import get_settings
 from training.cpu import available_cores
 from training.memory import release_freed_memory
+from training.precision import resolve_dtype
 from training.trainers.local.batching import Batch, collate, fits, response_logprobs
 from training.trainers.local.losses import (
     grpo_token_loss,
@@ -339,9 +340,10 @@ class LocalTrainer:
     def _autocast(self) -> contextlib.AbstractContextManager[Any]:
         """The forward passes' mixed precision (``train.compute_dtype``): bfloat16 matmuls
         under autocast, float32 master weights; float32 logits → logprobs either way."""
-        if self.config.compute_dtype in (None, "float32"):
+        dtype = resolve_dtype(self.config.compute_dtype, self.device.type)
+        if dtype == "float32":
             return contextlib.nullcontext()
-        return torch.autocast(device_type=self.device.type, dtype=getattr(torch, self.config.compute_dtype))
+        return torch.autocast(device_type=self.device.type, dtype=getattr(torch, dtype))
 
     def _use_cores(self) -> None:
         if self.device.type == "cpu" and torch.get_num_threads() != self.cpu_threads:
