@@ -2,11 +2,14 @@
 # Installs the real Harbor (harbor==0.26.0, Python >= 3.12) into its own ./.venv-harbor, for
 # the Harbor interop tests (tests/environments/taskdir/test_harbor_parity.py, ...). OpenForge's
 # .venv is never touched. Interpreter: $HARBOR_PYTHON, else python3.13/python3.12 on PATH,
-# else the newest 3.12+/3.13 under pyenv.
+# else the newest 3.12+/3.13 under pyenv. Also the Docker Compose v2 plugin that `harbor run
+# -e docker` drives (scripts/install-docker-compose.sh; tests/test_harbor_run.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 HARBOR_VERSION="0.26.0"
 log() { printf '\033[1m[install-harbor]\033[0m %s\n' "$*" >&2; }
+
+bash scripts/install-docker-compose.sh || log "no docker compose v2 plugin: the harbor run test will skip with the reason"
 
 ok() { "$1" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' 2>/dev/null; }
 PY="${HARBOR_PYTHON:-}"
