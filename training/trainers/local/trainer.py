@@ -11,10 +11,13 @@ One :meth:`LocalTrainer.step` consumes one RL batch of :class:`~training.traject
    logprob is taken under the sampling distribution the call was drawn from
    (temperature, top-p, top-k as recorded), so the first-epoch ratio is 1 up to numerics;
    optional truncated importance sampling against the engine (``importance_correction``);
-4. for each of ``ppo_epochs`` passes, micro-batches of ``micro_batch_size`` sequences
-   (their gradients accumulate): loss = Σ w·(clipped surrogate − c_H·entropy
-   + β·k3 KL to the frozen reference), backward;
-5. after each pass, one AdamW update with gradient clipping.
+4. for each of ``ppo_epochs`` passes, for each mini-batch of ``ppo_mini_batch_size`` task
+   groups (default: all of them), micro-batches of ``micro_batch_size`` sequences (their
+   gradients accumulate): loss = Σ w·(clipped surrogate − c_H·entropy + β·k3 KL to the
+   frozen reference), backward, the weights normalising over the mini-batch;
+5. after each mini-batch, one AdamW update with gradient clipping (so a step makes
+   ``ppo_epochs × mini-batches`` updates from one set of rollouts; after the first, π_old is
+   the sampling policy and the clipped ratio bounds how far the later updates move).
 
 :meth:`sft_step` is the same loop with the NLL of the learned tokens. After an update,
 :meth:`push_weights` hands the new weights to a local engine (``engine.update_weights``).
@@ -142,9 +145,24 @@ class LocalTrainer:
         return 0
 
     # ---------------------------------------------------------------- GRPO
-    def _micro_batches(self, n: int) -> list[list[int]]:
+    def _micro_batches(self, n: int | list[int]) -> list[list[int]]:
+        """Consecutive runs of ``micro_batch_size`` of the indices ``range(n)`` (or of the list ``n``)."""
+        idx = list(range(n)) if isinstance(n, int) else n
         size = self.config.micro_batch_size
-        return [list(range(i, min(i + size, n))) for i in range(0, n, size)]
+        return [idx[i: i + size] for i in range(0, len(idx), size)]
+
+    def _mini_batches(self, samples: Sequence[Sample]) -> list[list[int]]:
+        """The step's sample indices split into ``train.ppo_mini_batch_size`` task groups each
+        (one optimiser update per mini-batch), groups in the order they first appear; one
+        mini-batch of everything when unset."""
+        size = self.config.ppo_mini_batch_size
+        if size is None:
+            return [list(range(len(samples)))]
+        by_group: dict[str, list[int]] = {}
+        for i, s in enumerate(samples):
+            by_group.setdefault(s.group_id, []).append(i)
+        groups = list(by_group.values())
+        return [[i for g in groups[j: j + size] for i in g] for j in range(0, len(groups), size)]
 
     def _tensors(self, samples: Sequence[Sample], idx: list[int]) -> Batch:
         return collate([samples[i].prompt_ids for i in idx], [samples[i].response_ids for i in idx],
@@ -203,7 +221,12 @@ class LocalTrainer:
             return {"samples": 0.0, "overlong_dropped": float(overlong), "updated": 0.0}
         t0 = time.perf_counter()
         cfg = self.config
-        weights = token_weights(samples, cfg.loss_norm)
+        minis = self._mini_batches(samples)
+        weights = [0.0] * len(samples)  # each mini-batch's loss is normalised over that mini-batch
+        for mini in minis:
+            for i, w in zip(mini, token_weights([samples[i] for i in mini], cfg.loss_norm), strict=True):
+                weights[i] = w
+        passes = cfg.ppo_epochs * len(minis)  # optimiser updates this step
         engine_lp = [s.response_logprobs for s in samples]
         missing = [i for i, lp in enumerate(engine_lp) if lp is None]
         correct = self._importance_correction() if importance_correction is None else importance_correction
@@ -217,8 +240,9 @@ class LocalTrainer:
                               "engine_ratio", "tis_weight"), 0.0)
         n_tok = 0.0
         want_entropy = cfg.entropy_coef > 0
-        for epoch in range(cfg.ppo_epochs):
-            for chunk in self._micro_batches(len(samples)):
+        n_tok_before_update = 0.0  # trained tokens scored before this step's first update
+        for epoch, first_mini, mini in ((e, j == 0, m) for e in range(cfg.ppo_epochs) for j, m in enumerate(minis)):
+            for chunk in self._micro_batches(mini):
                 batch = self._tensors(samples, chunk)
                 shape = batch.mask.shape
                 old_lp = self._filled([old[i] for i in chunk], shape)  # [B, R]
@@ -243,25 +267,27 @@ class LocalTrainer:
                         ref_lp = response_logprobs(self.ref_model, batch)
                     kl = kl_k3(logp, ref_lp)
                     per_token = per_token + cfg.kl_coef * kl
-                # Σ w·ℓ over this micro-batch; the weights already normalise over the step
+                # Σ w·ℓ over this micro-batch; the weights already normalise over its mini-batch
                 loss = (per_token * w).sum()
                 loss.backward()
                 with torch.no_grad():
                     m = batch.mask
-                    sums["loss"] += float((per_token * w).sum()) / cfg.ppo_epochs
-                    sums["pg_loss"] += float((pg * w).sum()) / cfg.ppo_epochs
-                    sums["kl"] += float((kl * w).sum()) / cfg.ppo_epochs
+                    sums["loss"] += float((per_token * w).sum()) / passes
+                    sums["pg_loss"] += float((pg * w).sum()) / passes
+                    sums["kl"] += float((kl * w).sum()) / passes
                     sums["entropy"] += float((entropy * m).sum())
                     sums["clipfrac"] += float((clipped.float() * m).sum())
                     sums["ratio"] += float((torch.exp(logp - old_lp) * m).sum())
                     sums["approx_kl"] += float(((old_lp - logp) * m).sum())
                     if epoch == 0:
                         sums["logprob_diff"] += float(((old_lp - logp).abs() * m).sum())
-                        sums["engine_ratio"] += float((torch.exp(torch.clamp(logp - beh, -20.0, 20.0)) * m).sum())
                         if correct:
                             sums["tis_weight"] += float((is_w * m).sum())
+                    if epoch == 0 and first_mini:  # the weights the engine sampled with
+                        sums["engine_ratio"] += float((torch.exp(torch.clamp(logp - beh, -20.0, 20.0)) * m).sum())
+                        n_tok_before_update += float(m.sum())
                     n_tok += float(m.sum())
-            update = self._update()  # one optimiser update per pass (PPO epoch)
+            update = self._update()  # one optimiser update per mini-batch of each PPO epoch
         per_pass = max(n_tok / cfg.ppo_epochs, 1.0)
         metrics = {
             "loss": sums["loss"],
@@ -272,9 +298,9 @@ class LocalTrainer:
             "ratio_mean": sums["ratio"] / max(n_tok, 1.0),
             "approx_kl": sums["approx_kl"] / max(n_tok, 1.0),
             "logprob_diff": sums["logprob_diff"] / per_pass,
-            # π_θ / π_engine on the first pass: 1 up to numerics when the trainer scores the
-            # engine's sampling distribution exactly (the first epoch of an on-policy step)
-            "engine_ratio_mean": sums["engine_ratio"] / per_pass,
+            # π_θ / π_engine before the step's first update: 1 up to numerics when the trainer
+            # scores the engine's sampling distribution exactly (an on-policy step)
+            "engine_ratio_mean": sums["engine_ratio"] / max(n_tok_before_update, 1.0),
             "importance_correction": float(correct),
             "samples": float(len(samples)),
             "overlong_dropped": float(overlong),
@@ -282,7 +308,8 @@ class LocalTrainer:
             "tokens": per_pass,
             "adv_abs_mean": sum(abs(s.advantage) for s in samples) / len(samples),
             "reward_mean": _mean_by_rollout(samples),
-            "updates": float(cfg.ppo_epochs),
+            "updates": float(passes),
+            "mini_batches": float(len(minis)),
         }
         if correct:
             metrics["tis_weight_mean"] = sums["tis_weight"] / per_pass

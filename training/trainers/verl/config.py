@@ -23,8 +23,8 @@ sampling distribution. Keys veRL's defaults lack (the ``engine_kwargs.vllm`` ent
 *added* keys: :func:`to_hydra_overrides` writes them with hydra's ``+`` prefix.
 
 Mapping notes: ``train_batch_size`` is task groups per step (veRL ``data.train_batch_size``),
-``rollout.n`` = G, the mini-batch (one optimiser update) is the whole step's groups
-(``ppo_mini_batch_size = train_batch_size``: one update per step, like the local trainer),
+``rollout.n`` = G, the mini-batch (one optimiser update) is ``train.ppo_mini_batch_size``
+groups (default the whole step's: one update per epoch, like the local trainer),
 ``loss_norm`` per_token → ``token-mean`` and per_rollout → ``seq-mean-token-mean`` (exact
 when each trajectory is one row, which the agent loop guarantees), KL is veRL's
 ``use_kl_loss`` with ``low_var_kl`` (= k3).
@@ -60,7 +60,7 @@ def verl_overrides(
 
     actor = {
         "optim": {"lr": t.lr, "weight_decay": t.weight_decay, "betas": list(t.adam_betas), "lr_warmup_steps": t.warmup_steps or -1, "clip_grad": t.max_grad_norm},
-        "ppo_mini_batch_size": t.train_batch_size,
+        "ppo_mini_batch_size": t.ppo_mini_batch_size or t.train_batch_size,
         "ppo_micro_batch_size_per_gpu": t.micro_batch_size,
         "ppo_epochs": t.ppo_epochs,
         "clip_ratio": t.clip_eps_low,
