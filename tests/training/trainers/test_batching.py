@@ -58,3 +58,43 @@ def test_no_head_is_shared_when_the_prompts_differ_from_the_first_token_or_a_row
     assert collate([[1, 2, 3]], [[5]], [[1]], pad_id=0).shared == 0
     # never the whole shortest prompt: its last position scores the first response token
     assert collate([[1, 2, 3], [1, 2, 3]], [[5], [6]], [[1], [1]], pad_id=0).shared == 2
+
+
+def test_only_trained_positions_are_scored_and_they_equal_a_full_forward() -> None:
+    """Tool results inside a response (mask 0) go through the model as context but not through
+    the LM head: the trained positions' logprobs — under temperature / top-p / top-k — and the
+    gradients equal a plain full-logits reference; the masked positions read 0."""
+    prompts, responses = [[1, 5, 7, 9], [4, 2]], [[8, 6, 5, 3, 2], [9, 9, 9, 9]]
+    masks = [[1, 0, 0, 1, 1], [1, 0, 1, 1]]
+    sampling = [(0.7, 0.9, 0), (1.3, 1.0, 20)]
+    batch = collate(prompts, responses, masks, pad_id=0, sampling=sampling)
+    model = _tiny_llama().train()
+    logp = response_logprobs(model, batch)
+    (logp * batch.mask).sum().backward()
+    fast_grads = {n: p.grad.clone() for n, p in model.named_parameters()}
+    model.zero_grad()
+    total = torch.zeros(())
+    expected = []
+    for p, r, m, (temp, top_p, top_k) in zip(prompts, responses, masks, sampling, strict=True):
+        logits = model(input_ids=torch.tensor([p + r])).logits[0, len(p) - 1: len(p) - 1 + len(r)] / temp
+        row = []
+        for k, tok in enumerate(r):
+            lp = torch.log_softmax(logits[k], -1)
+            keep = torch.ones_like(lp, dtype=torch.bool)
+            if top_k:
+                keep &= lp >= torch.topk(lp, top_k).values[-1]
+            if top_p < 1.0:
+                sorted_lp, order = torch.sort(lp.detach().masked_fill(~keep, float("-inf")), descending=True)
+                probs = sorted_lp.exp()
+                inside = torch.zeros_like(keep).scatter_(0, order, (torch.cumsum(probs, 0) - probs) < top_p)
+                keep &= inside
+            keep[tok] = True
+            value = torch.log_softmax(lp.masked_fill(~keep, float("-inf")), -1)[tok]
+            row.append(float(value) if m[k] else 0.0)
+            total = total + value * m[k]
+        expected.append(row)
+    total.backward()
+    for b, row in enumerate(expected):
+        assert torch.allclose(logp[b, : len(row)].detach(), torch.tensor(row), atol=1e-5)
+    for name, p in model.named_parameters():
+        assert torch.allclose(fast_grads[name], p.grad, atol=1e-5, rtol=1e-4), name

@@ -107,22 +107,25 @@ def shared_head(seqs: Sequence[Sequence[int]], limit: int) -> int:
 _PLAIN_HEAD_MODELS = frozenset({"llama", "mistral", "qwen2", "qwen3", "phi3", "olmo2", "smollm3"})
 
 
-def _response_scores(model: torch.nn.Module, batch: Batch) -> torch.Tensor:
-    """Logits that predict each response token, [B, R, V].
+def _response_scores(model: torch.nn.Module, batch: Batch, keep: torch.Tensor) -> torch.Tensor:
+    """Logits that predict the response tokens at the ``keep`` positions ([B, R] bool), [N, V]
+    in row-major order of those positions.
 
-    Agent prompts are long (system prompt, tool schemas, history) and responses short, so
-    when the architecture allows it only the response positions go through the LM head:
-    the [B, L, V] logits tensor (GBs for a 49k vocabulary) is never built.
+    Agent prompts are long (system prompt, tool schemas, history) and responses short, and
+    within a response the tool results are context, not trained: when the architecture allows
+    it only the kept positions go through the LM head (and the softmax after it), so neither
+    the [B, L, V] logits tensor (GBs for a 49k vocabulary) nor the head's work on masked
+    tokens is spent.
     """
     head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
     if head is not None and getattr(model.config, "model_type", None) in _PLAIN_HEAD_MODELS:
         decoder = model.get_decoder()
         hidden = decoder(**_rows_after_head(decoder, batch)).last_hidden_state
         idx = batch.response_index.unsqueeze(-1).expand(-1, -1, hidden.size(-1))  # [B, R, H]
-        return head(torch.gather(hidden, 1, idx)).float()
+        return head(torch.gather(hidden, 1, idx)[keep]).float()
     logits = model(**_rows_after_head(model, batch)).logits  # [B, L, V]
     idx = batch.response_index.unsqueeze(-1).expand(-1, -1, logits.size(-1))  # [B, R, V]
-    return torch.gather(logits, 1, idx).float()
+    return torch.gather(logits, 1, idx)[keep].float()
 
 
 def _rows_after_head(module: torch.nn.Module, batch: Batch) -> dict[str, Any]:
@@ -147,49 +150,62 @@ def _rows_after_head(module: torch.nn.Module, batch: Batch) -> dict[str, Any]:
             cache_kw: cache}
 
 
-def sampling_log_distribution(scores: torch.Tensor, sampling: Sequence[Sampling], chosen: torch.Tensor) -> torch.Tensor:
-    """log π over the vocabulary under each sequence's sampling distribution, [B, R, V].
+def sampling_log_distribution(scores: torch.Tensor, rows: torch.Tensor, sampling: Sequence[Sampling],
+                               chosen: torch.Tensor) -> torch.Tensor:
+    """log π over the vocabulary under each position's sampling distribution, [N, V].
 
+    ``scores`` [N, V] are the logits of N response positions, ``rows`` [N] the sequence each
+    belongs to, ``sampling`` the distribution per sequence, ``chosen`` [N] the tokens drawn.
     The same distribution the local engine draws from (``engines/local/sampling.py``): the
     softmax of ``logits / T``, restricted to the top-k, then to the smallest nucleus whose
     (top-k-restricted) mass reaches ``top_p``, renormalised. Greedy sequences (T = 0) are
-    scored under the plain softmax. The ``chosen`` token ([B, R]) always stays in the set,
-    so a token the engine drew is never -inf under a slightly moved policy.
+    scored under the plain softmax. The ``chosen`` token always stays in the set, so a token
+    the engine drew is never -inf under a slightly moved policy.
     """
     temps = torch.tensor([t if t > 0 else 1.0 for t, _, _ in sampling], dtype=scores.dtype, device=scores.device)
-    logp = torch.log_softmax(scores / temps[:, None, None], dim=-1)
-    drop = torch.zeros_like(logp, dtype=torch.bool)  # [B, R, V]: outside the row's sampling set
+    logp = torch.log_softmax(scores / temps[rows][:, None], dim=-1)
+    drop = torch.zeros_like(logp, dtype=torch.bool)  # [N, V]: outside the position's sampling set
     for b, (temp, top_p, top_k) in enumerate(sampling):
         if temp <= 0 or (top_p >= 1.0 and not 0 < top_k < logp.size(-1)):
             continue
-        row = logp[b].detach()  # [R, V]; the set is chosen without gradient, as the engine does
+        at = (rows == b).nonzero(as_tuple=True)[0]
+        if at.numel() == 0:
+            continue
+        row = logp[at].detach()  # [n_b, V]; the set is chosen without gradient, as the engine does
+        cut = torch.zeros_like(row, dtype=torch.bool)
         if 0 < top_k < row.size(-1):
             kth = torch.topk(row, top_k, dim=-1).values[:, -1:]
-            drop[b] |= row < kth
-            row = row.masked_fill(drop[b], float("-inf"))
+            cut |= row < kth
+            row = row.masked_fill(cut, float("-inf"))
         if top_p < 1.0:
             sorted_logp, order = torch.sort(row, dim=-1, descending=True)
             probs = sorted_logp.exp()
             beyond = (torch.cumsum(probs, dim=-1) - probs) >= top_p
-            drop[b] |= torch.zeros_like(drop[b]).scatter_(1, order, beyond)
+            cut |= torch.zeros_like(cut).scatter_(1, order, beyond)
+        drop[at] = cut
     if not drop.any():
         return logp
-    drop.scatter_(2, chosen.unsqueeze(-1), False)
+    drop.scatter_(1, chosen.unsqueeze(-1), False)
     return torch.log_softmax(logp.masked_fill(drop, float("-inf")), dim=-1)
 
 
 def response_logprobs(model: torch.nn.Module, batch: Batch, *, with_entropy: bool = False) -> Any:
-    """log π(response token k) for every sequence, [B, R] (garbage where mask = 0), under
-    each sequence's sampling distribution (``batch.sampling``; the plain softmax if None).
-    With ``with_entropy``: ``(logprobs, entropy)``, the entropy of that distribution per token."""
-    scores = _response_scores(model, batch)  # [B, R, V] logits that predict each response token
+    """log π(response token k) for every sequence, [B, R] (0 where mask = 0: those positions —
+    padding, tool results — are not scored), under each sequence's sampling distribution
+    (``batch.sampling``; the plain softmax if None). With ``with_entropy``:
+    ``(logprobs, entropy)``, the entropy of that distribution per token (0 where mask = 0)."""
+    keep = batch.mask > 0  # [B, R]
+    scores = _response_scores(model, batch, keep)  # [N, V] logits that predict each trained token
+    chosen_ids = batch.response_ids[keep]  # [N]
     if batch.sampling is not None and any(s != PLAIN for s in batch.sampling):
-        logp = sampling_log_distribution(scores, batch.sampling, batch.response_ids)
+        rows = keep.nonzero(as_tuple=True)[0]
+        logp = sampling_log_distribution(scores, rows, batch.sampling, chosen_ids)
     else:
         logp = torch.log_softmax(scores, dim=-1)
-    chosen = torch.gather(logp, 2, batch.response_ids.unsqueeze(-1)).squeeze(-1)  # [B, R]
+    picked = torch.gather(logp, 1, chosen_ids.unsqueeze(-1)).squeeze(-1)  # [N]
+    chosen = torch.zeros(keep.shape, dtype=picked.dtype, device=picked.device).masked_scatter(keep, picked)
     if not with_entropy:
         return chosen
     p = logp.exp()
-    entropy = -(p * torch.where(p > 0, logp, torch.zeros_like(logp))).sum(-1)  # [B, R]
-    return chosen, entropy
+    ent = -(p * torch.where(p > 0, logp, torch.zeros_like(logp))).sum(-1)  # [N]
+    return chosen, torch.zeros(keep.shape, dtype=ent.dtype, device=ent.device).masked_scatter(keep, ent)
