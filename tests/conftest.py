@@ -9,6 +9,10 @@ import pytest
 
 from openforge.settings import get_settings
 
+#: Task dirs used as fixtures hold their own verifiers (a Terminal-Bench task's
+#: tests/test_outputs.py runs inside its container, against /app): never this suite's tests.
+collect_ignore_glob = ["fixtures/*"]
+
 
 @pytest.fixture(autouse=True)
 def openforge_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

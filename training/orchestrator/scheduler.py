@@ -112,7 +112,7 @@ class Scheduler:
             spec = await self._register(spec)
         except Exception as exc:  # noqa: BLE001 - the proxy is infrastructure
             result = base_result(spec, self.backend.name, None)
-            result.error_kind, result.error = ErrorKind.engine_error.value, f"proxy registration failed: {exc}"
+            result.error_kind, result.error = ErrorKind.engine_error.value, f"proxy registration failed: {type(exc).__name__}: {exc}"
             result.seconds = time.monotonic() - t0
             await self._record(spec, result, None, reported=False)
             return result
