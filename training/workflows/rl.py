@@ -142,11 +142,14 @@ async def rl_train(
 
     def emit(record: StepRecord) -> None:
         if trainer.recorder is not None:
-            trainer.recorder.log(record.step, {"rollout_reward_mean": record.reward_mean,
+            # keyed by the optimiser step, like the trainer's own metrics (an RL step makes
+            # ppo_epochs x mini-batches updates); the RL step is a metric of its own
+            trainer.recorder.log(trainer.global_step, {"rl_step": float(record.step),
+                                               "rollout_reward_mean": record.reward_mean,
                                                "rollout_success_rate": record.success_rate,
                                                "episode_calls": record.episode_calls,
                                                "zero_variance_groups": float(record.zero_variance_groups),
-                                               "updates": float(record.updates),
+                                               "rl_step_updates": float(record.updates),
                                                "engine_idle_seconds": record.engine_idle_seconds,
                                                "trainer_idle_seconds": record.trainer_idle_seconds,
                                                **{k: v for k, v in record.metrics.items()
