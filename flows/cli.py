@@ -1,7 +1,9 @@
 """The ``openforge`` command line (DESIGN §10).
 
 Every command has ``--help``; ``--json`` prints one JSON document on stdout. Command groups
-other rooms contribute live in ``flows/commands/<name>.py`` and are registered here.
+other rooms contribute live in ``flows/commands/<name>.py`` and are registered here. A user
+error is one line on stderr and exit 2 (``flows/errors.py``); ``openforge --debug ...`` shows
+tracebacks.
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ from rich.console import Console
 from rich.table import Table
 
 import flows.commands
+from flows.errors import UserErrorGroup
 from openforge.logs import configure_logging
 from openforge.settings import get_settings
 
 app = typer.Typer(
+    cls=UserErrorGroup,
     name="openforge",
     help="Train agents end-to-end inside their real harnesses.",
     no_args_is_help=True,
@@ -35,12 +39,13 @@ app.add_typer(db_app, name="db")
 app.add_typer(tasks_app, name="tasks")
 
 console = Console()
-err_console = Console(stderr=True)
 
 
 @app.callback()
 def _main(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log at INFO level.")] = False,
+    debug: Annotated[bool, typer.Option("--debug", envvar="OPENFORGE_DEBUG",
+                                        help="Show Python tracebacks instead of one-line errors.")] = False,
 ) -> None:
     settings = get_settings()
     configure_logging("INFO" if verbose else settings.log_level, settings.log_json)
@@ -191,7 +196,7 @@ def tasks_show(
 
     info = show_task(task_id)
     if info is None:
-        err_console.print(f"no task {task_id!r} (see `openforge tasks ls`)")
+        typer.echo(f"error: no task {task_id!r} (see `openforge tasks ls`)", err=True)
         raise typer.Exit(1)
     if json_out:
         _echo_json(info)

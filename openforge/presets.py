@@ -290,5 +290,20 @@ def load_preset(
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "<root>"
-        msg = "unknown key (no room reads it; check the spelling)" if first["type"] == "extra_forbidden" else first["msg"]
-        raise PresetError(f"{path}: {where}: {msg}") from exc
+        if first["type"] == "extra_forbidden":
+            msg = "unknown key (no room reads it; check the spelling)"
+        else:
+            value = first.get("input")
+            msg = first["msg"] + ("" if isinstance(value, dict) or value is None else f", got {value!r}")
+        origin = " (set by an override)" if where in _dotted_keys(overrides or {}) else ""
+        raise PresetError(f"{path}: {where}: {msg}{origin}") from exc
+
+
+def _dotted_keys(overrides: dict[str, Any], prefix: str = "") -> set[str]:
+    """Every dotted key an override dict sets (``{"train": {"lr": 1}}`` → ``train``, ``train.lr``)."""
+    keys: set[str] = set()
+    for key, value in overrides.items():
+        keys.add(prefix + str(key))
+        if isinstance(value, dict):
+            keys |= _dotted_keys(value, f"{prefix}{key}.")
+    return keys

@@ -9,17 +9,23 @@ transactions let two writers read the same row and silently lose one update
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 from sqlalchemy.orm import Session, sessionmaker
 
 log = logging.getLogger(__name__)
 
 SQLITE_BUSY_TIMEOUT_MS = 60_000
+
+
+class DatabaseURLError(ValueError):
+    """The DB URL cannot become an engine: unparsable, an unknown dialect, or its driver is not installed."""
 
 
 def is_sqlite(url: str) -> bool:
@@ -44,7 +50,26 @@ def _configure_sqlite(engine: Engine) -> None:
 
 
 def make_engine(url: str, *, echo: bool = False, pool_size: int | None = None) -> Engine:
-    """Create an engine for ``url``; SQLite files get their parent directory created."""
+    """Create an engine for ``url``; SQLite files get their parent directory created.
+
+    Raises :class:`DatabaseURLError` (naming the URL, password hidden) when the URL does not
+    parse, names an unknown dialect or a driver that is not installed; connecting is lazy.
+    """
+    try:
+        return _make_engine(url, echo=echo, pool_size=pool_size)
+    except (ArgumentError, ValueError, ImportError) as exc:
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        raise DatabaseURLError(
+            f"database URL {hide_password(url)!r}: {reason}; set OPENFORGE_DB to a SQLAlchemy URL such as "
+            "postgresql+psycopg://USER:PASSWORD@HOST:5432/DB, or unset it for SQLite under OPENFORGE_HOME") from exc
+
+
+def hide_password(url: str) -> str:
+    """``url`` with any password replaced by ``***`` (also for URLs that do not parse)."""
+    return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", url)
+
+
+def _make_engine(url: str, *, echo: bool, pool_size: int | None) -> Engine:
     parsed = make_url(url)
     kwargs: dict = {"echo": echo, "future": True}
     if parsed.get_backend_name() == "sqlite":

@@ -36,24 +36,21 @@ def rollout(
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON line.")] = False,
 ) -> None:
     """Run one rollout and print its outcome (status, reward, error_kind, n_calls, seconds)."""
+    from environments.harnesses.registry import get_harness
     from environments.taskdir import TaskDirError
-    from openforge.presets import PresetError, load_preset
+    from openforge.presets import load_preset
     from training.orchestrator.backend import SandboxError
     from training.orchestrator.single import rollout_once
     from training.proxy.budget import GenerationBudget
 
+    get_harness(harness)  # an unknown name is a user error (flows/errors.py), not a failed rollout
     try:
         options = json.loads(harness_options) if harness_options else None
         if options is not None and not isinstance(options, dict):
             raise ValueError("expected a JSON object")
     except ValueError as exc:
-        typer.echo(f"--harness-options: {exc}", err=True)
-        raise typer.Exit(2) from None
-    try:
-        caps = load_preset(preset).rollout
-    except PresetError as exc:
-        typer.echo(f"--preset: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise typer.BadParameter(f"--harness-options {harness_options!r}: {exc}") from None
+    caps = load_preset(preset).rollout  # a PresetError is one line (flows/errors.py)
     budget = GenerationBudget(max_tokens=max_tokens or caps.max_tokens,
                               max_total_tokens=max_total_tokens or caps.max_total_tokens)
     async def main() -> dict:

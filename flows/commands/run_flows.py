@@ -37,6 +37,27 @@ def _overrides(items: list[str] | None) -> dict[str, Any]:
     return out
 
 
+def _preflight(preset: str, overrides: dict[str, Any] | None = None, harnesses: list[str] | None = None) -> None:
+    """Refuse a bad preset, override, harness or task DB before Prefect starts or a model loads
+    (each raises a user error that ``flows/errors.py`` prints as one line)."""
+    from openforge.presets import load_preset
+    from openforge.settings import get_settings
+    from storage.db import make_engine
+
+    load_preset(preset, overrides)
+    if harnesses:
+        from environments.harnesses.registry import get_harness
+
+        for name in harnesses:
+            get_harness(name)
+    engine = make_engine(get_settings().db_url)
+    try:
+        with engine.connect():
+            pass
+    finally:
+        engine.dispose()
+
+
 def _emit(doc: dict[str, Any], json_out: bool) -> None:
     if json_out:
         sys.stdout.write(json.dumps(doc, default=str) + "\n")
@@ -60,6 +81,8 @@ def pipeline_cmd(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
+    overrides = _overrides(set_)
+    _preflight(preset, overrides)
     _prefect_env()
     from flows import progress as flow_progress
     from flows.pipeline import STAGES, pipeline_flow
@@ -69,7 +92,7 @@ def pipeline_cmd(
     console = Console(stderr=True)
     params = PipelineParams(preset=preset, rl_steps=rl_steps, n_rl_tasks=n_rl_tasks, n_sft_tasks=n_sft_tasks,
                             eval_tasks=eval_tasks, eval_samples=eval_samples, family=None if family == "all" else family,
-                            teacher=teacher, seed=seed, overrides=_overrides(set_))
+                            teacher=teacher, seed=seed, overrides=overrides)
     t0 = time.perf_counter()
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console) as bar:
@@ -126,6 +149,7 @@ def distill_cmd(
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Teacher rollouts → filtered SFT data (JSONL + Parquet)."""
+    _preflight(preset)
     _prefect_env()
     from flows.params import DistillParams
     from flows.learning import distill_flow
@@ -149,14 +173,7 @@ def train_cmd(
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Train: `train sft --data X.parquet` or `train rl --preset claw`."""
-    from openforge.presets import PresetError
-    from training.workflows.compose import CompositionError
-
-    try:
-        _train(kind, preset, data, model_path, steps, domain, max_tasks, _overrides(set_), dry_run, json_out)
-    except (PresetError, CompositionError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+    _train(kind, preset, data, model_path, steps, domain, max_tasks, _overrides(set_), dry_run, json_out)
 
 
 def _train(kind: str, preset: str, data: str | None, model_path: str | None, steps: int | None, domain: str | None,
@@ -174,19 +191,23 @@ def _train(kind: str, preset: str, data: str | None, model_path: str | None, ste
             for line in composition.describe():
                 typer.echo(line)
         return
+    if kind not in ("sft", "rl"):
+        raise typer.BadParameter(f"unknown training kind {kind!r}: use sft or rl")
+    if kind == "sft":
+        if not data:
+            raise typer.BadParameter("train sft needs --data (the Parquet written by `openforge distill`)")
+        if "://" not in data and not Path(data).is_file():
+            raise typer.BadParameter(f"--data {data}: no such file (write one with `openforge distill`)")
+    _preflight(preset, overrides)
     _prefect_env()
     from flows.params import RLParams, SFTParams
     from flows.learning import rl_flow, sft_flow
 
     if kind == "sft":
-        if not data:
-            raise typer.BadParameter("train sft needs --data (the Parquet written by `openforge distill`)")
         report = asyncio.run(sft_flow(SFTParams(preset=preset, data=data, model_path=model_path, overrides=overrides)))
-    elif kind == "rl":
+    else:
         report = asyncio.run(rl_flow(RLParams(preset=preset, model_path=model_path, steps=steps, domain=domain,
                                               max_tasks=max_tasks, overrides=overrides)))
-    else:
-        raise typer.BadParameter(f"unknown training kind {kind!r}: use sft or rl")
     _emit(report, json_out) if json_out else typer.echo(f"checkpoint: {report['checkpoint']}")
 
 
@@ -200,6 +221,7 @@ def evaluate_cmd(
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """pass@k / pass^k per harness and behaviour analysis."""
+    _preflight(preset, harnesses=harness or ["react"])
     _prefect_env()
     from flows.params import EvaluateParams
     from flows.learning import evaluate_flow

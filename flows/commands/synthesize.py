@@ -76,7 +76,14 @@ def synthesize_cmd(
         typer.echo(f"synthesize: {str(exc).splitlines()[0]}", err=True)
         raise typer.Exit(2) from None
     from openforge.settings import get_settings  # noqa: PLC0415
+    from synthesis.pools import load_pool, packaged_pool  # noqa: PLC0415
 
+    # Refused here, before a run row or a model exists: an unknown domain or pool, an unknown test harness.
+    load_pool(pool, domain=domain) if pool else packaged_pool(domain)
+    if k_rollouts:
+        from environments.harnesses.registry import get_harness  # noqa: PLC0415
+
+        get_harness(test_harness)
     settings = get_settings()
     checker = None
     if k_rollouts:

@@ -80,7 +80,9 @@ def packaged_pool(domain: str = "claw") -> list[PoolItem]:
     """The pool shipped with OpenForge for ``domain``."""
     path = PACKAGED_DIR / f"{domain}.jsonl"
     if not path.is_file():
-        raise PoolError(f"no packaged pool for domain {domain!r} ({path} missing)")
+        known = ", ".join(sorted(p.stem for p in PACKAGED_DIR.glob("*.jsonl")))
+        raise PoolError(f"unknown domain {domain!r}: no packaged pool (known: {known}); "
+                        "or give a pool file of your own for it")
     return _load_jsonl(path, domain)
 
 
