@@ -49,8 +49,8 @@ class TrainConfig(_Section):
     ppo_mini_batch_size: int | None = Field(
         None, ge=1, description="Task groups per optimiser update (veRL's ppo_mini_batch_size): each PPO epoch "
         "splits the step's groups into mini-batches of this many and updates after each, so a step makes "
-        "ppo_epochs x ceil(train_batch_size / ppo_mini_batch_size) updates from one set of rollouts. None: "
-        "train_batch_size (one update per epoch).")
+        "ppo_epochs x ceil(train_batch_size / ppo_mini_batch_size) updates from one set of rollouts. None, or "
+        "more than train_batch_size: the whole step (one update per epoch).")
     group_size: int = Field(8, ge=1, description="G: rollouts per task in a GRPO group.")
     gamma: float = Field(1.0, gt=0, le=1, description="Discount: r_t = gamma^(T-t) * r_T.")
     adv_eps: float = Field(1e-6, gt=0, description="epsilon in (R - mean) / (std + epsilon).")
@@ -98,9 +98,6 @@ class TrainConfig(_Section):
         if self.async_rollouts and self.max_staleness < 1:
             raise ValueError("max_staleness = 0 with async_rollouts = true: every sample of a rollout started before "
                              "the last update would be stale; set max_staleness >= 1 or async_rollouts = false")
-        if self.ppo_mini_batch_size is not None and self.ppo_mini_batch_size > self.train_batch_size:
-            raise ValueError(f"ppo_mini_batch_size = {self.ppo_mini_batch_size} is more task groups than a step has "
-                             f"(train_batch_size = {self.train_batch_size})")
         return self
 
 

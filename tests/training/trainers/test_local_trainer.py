@@ -329,6 +329,8 @@ def test_mini_batches_make_one_update_each_from_one_set_of_rollouts() -> None:
     assert not torch.equal(params(whole), params(split))
 
 
-def test_a_mini_batch_larger_than_the_step_is_refused() -> None:
-    with pytest.raises(ValueError, match="ppo_mini_batch_size = 3 is more task groups"):
-        TrainConfig(train_batch_size=2, ppo_mini_batch_size=3)
+def test_a_mini_batch_larger_than_the_step_is_the_whole_step() -> None:
+    """A preset's mini-batch outlives a smaller train_batch_size override: one update per epoch."""
+    trainer = LocalTrainer(make_tiny_llama(), None, _cfg(train_batch_size=1, ppo_mini_batch_size=3))
+    assert trainer._mini_batches(_two_groups()) == [[0, 1, 2, 3]]
+    assert trainer.step(_two_groups(logprobs=False))["updates"] == 1.0

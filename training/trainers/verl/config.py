@@ -60,7 +60,7 @@ def verl_overrides(
 
     actor = {
         "optim": {"lr": t.lr, "weight_decay": t.weight_decay, "betas": list(t.adam_betas), "lr_warmup_steps": t.warmup_steps or -1, "clip_grad": t.max_grad_norm},
-        "ppo_mini_batch_size": t.ppo_mini_batch_size or t.train_batch_size,
+        "ppo_mini_batch_size": min(t.ppo_mini_batch_size or t.train_batch_size, t.train_batch_size),
         "ppo_micro_batch_size_per_gpu": t.micro_batch_size,
         "ppo_epochs": t.ppo_epochs,
         "clip_ratio": t.clip_eps_low,
