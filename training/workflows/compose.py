@@ -47,6 +47,7 @@ from pydantic import BaseModel, Field
 
 from openforge.presets import Preset, effective_trainer
 from openforge.settings import get_settings
+from training.precision import resolve_dtype
 
 Workflow = Literal["rl", "distill", "evaluate"]
 EngineKind = Literal["local", "vllm", "url"]
@@ -190,15 +191,7 @@ def _shell(argv: list[str]) -> str:
 
 def _local_dtype(name: str, device: str) -> str:
     """The local engine's dtype as it will load: ``auto`` shown with what it resolves to here."""
-    from training.precision import resolve_dtype  # noqa: PLC0415 - torch only for a cuda device
-
     return f"auto -> {resolve_dtype(name, device)}" if name == "auto" else name
-
-
-def _cpu_dtype(name: str) -> str:
-    from training.precision import resolve_dtype  # noqa: PLC0415
-
-    return resolve_dtype(name, "cpu")
 
 
 def _model_label(preset: Preset, model_path: str | Path | None) -> str:
@@ -319,9 +312,9 @@ def compose(preset: Preset, workflow: Workflow = "rl", model_path: str | Path | 
 def vllm_launch_config(preset: Preset, model_path: str | Path | None, *, python: str | None = None,
                        log_path: Path | None = None):  # noqa: ANN201 - VLLMLaunchConfig (imported lazily)
     """The :class:`~training.engines.vllm.VLLMLaunchConfig` of ``preset``'s ``[engine]``."""
-    from training.engines.vllm import VLLMLaunchConfig  # noqa: PLC0415
-
     import os  # noqa: PLC0415
+
+    from training.engines.vllm import VLLMLaunchConfig  # noqa: PLC0415
 
     e = preset.engine
     model = str(model_path or e.model_path or "<default model>")
@@ -333,7 +326,7 @@ def vllm_launch_config(preset: Preset, model_path: str | Path | None, *, python:
     return VLLMLaunchConfig(
         model=model, served_model_name="policy", python=python or vllm_python(),
         # on CPU, auto means what the local engine would take here; on a GPU it is vLLM's own auto
-        dtype=_cpu_dtype(e.dtype) if e.device == "cpu" else e.dtype,
+        dtype=resolve_dtype(e.dtype, "cpu") if e.device == "cpu" else e.dtype,
         max_model_len=context, gpu_memory_utilization=e.gpu_memory_utilization,
         tensor_parallel_size=e.tensor_parallel_size, tool_call_parser=e.tool_call_parser or "hermes",
         seed=preset.train.seed, weight_sync=e.weight_sync or "rpc", enforce_eager=e.device == "cpu",

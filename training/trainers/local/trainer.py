@@ -145,11 +145,10 @@ class LocalTrainer:
         return 0
 
     # ---------------------------------------------------------------- GRPO
-    def _micro_batches(self, n: int | list[int]) -> list[list[int]]:
-        """Consecutive runs of ``micro_batch_size`` of the indices ``range(n)`` (or of the list ``n``)."""
-        idx = list(range(n)) if isinstance(n, int) else n
+    def _micro_batches(self, idx: Sequence[int]) -> list[list[int]]:
+        """``idx`` in consecutive runs of ``micro_batch_size``."""
         size = self.config.micro_batch_size
-        return [idx[i: i + size] for i in range(0, len(idx), size)]
+        return [list(idx[i: i + size]) for i in range(0, len(idx), size)]
 
     def _mini_batches(self, samples: Sequence[Sample]) -> list[list[int]]:
         """The step's sample indices split into ``train.ppo_mini_batch_size`` task groups each
@@ -189,7 +188,7 @@ class LocalTrainer:
         """The current policy's logprobs of every sample's response (no gradient)."""
         out: list[list[float]] = [[] for _ in samples]
         self.model.eval()
-        for idx in self._micro_batches(len(samples)):
+        for idx in self._micro_batches(range(len(samples))):
             with self._autocast():
                 lp = response_logprobs(self.model, self._tensors(samples, idx)).cpu()
             for b, i in enumerate(idx):
@@ -339,7 +338,7 @@ class LocalTrainer:
         total = float(sum(sum(e.loss_mask) for e in seqs))
         self.model.train()
         loss_sum = 0.0
-        for chunk in self._micro_batches(len(seqs)):
+        for chunk in self._micro_batches(range(len(seqs))):
             # Everything before the first learned token is context ("prompt"); from there on
             # every token is scored and the mask keeps only the learned ones. Long agent
             # prompts then cost one forward pass but no LM-head logits.
