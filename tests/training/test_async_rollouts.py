@@ -154,7 +154,7 @@ class SpyTrainer:
 
 async def _run_loop(stale_policy: str, steps: int = 4) -> tuple[FakeService, SpyTrainer, list[Any]]:
     from training.workflows.async_rl import async_steps
-    from training.workflows.trainer_thread import in_thread
+    from training.workflows.common import in_thread
 
     cfg = TrainConfig(async_rollouts=True, max_staleness=1, stale_policy=stale_policy, train_batch_size=1,
                       group_size=2, lr=1e-3, drop_zero_variance_groups=False, max_prompt_length=32,

@@ -38,7 +38,7 @@ from environments.taskdir import TaskDir
 from training.trajectory import prepare_grpo_batch
 from training.trajectory.staleness import StalenessPolicy, filter_stale
 from training.workflows.activity import Activity
-from training.workflows.trainer_thread import in_thread
+from training.workflows.common import in_thread
 
 log = logging.getLogger(__name__)
 

@@ -1,19 +1,52 @@
-"""Small pieces the workflows share: task selection, engines from presets, outcome counts."""
+"""Small pieces the workflows share: task selection, engines from presets, the trainer thread,
+outcome counts."""
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import contextlib
+import contextvars
+import functools
 import random
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from environments.records import RolloutResult
 from environments.taskdir import TaskDir, load_task
 from openforge.presets import Preset
-from training.workflows.compose import CompositionError, Workflow, compose, vllm_launch_config
+from training.workflows.compose import (
+    CompositionError,
+    Workflow,
+    compose,
+    vllm_launch_config,
+)
 
-__all__ = ["CompositionError", "local_engine", "policy_engine", "rollout_service", "harness_options"]
+__all__ = ["CompositionError", "harness_options", "in_thread", "local_engine", "policy_engine", "rollout_service"]
+
+T = TypeVar("T")
+
+
+#: The one thread that runs a process's blocking training work (batch building, optimiser
+#: steps, weight pushes). One thread, not asyncio's pool: torch's per-thread settings hold from
+#: step to step, and a step's activations reuse one malloc arena. Steps spread over the pool's
+#: threads each kept a multi-GB arena of their own: the main job grew to 24 GB and was killed.
+_TRAINER_THREAD = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="openforge-trainer")
+
+
+async def in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``fn(*args, **kwargs)`` on the trainer thread; if the caller is cancelled, the work is
+    waited for (a thread cannot be stopped) so nothing of the run keeps going after it."""
+    call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
+    fut = asyncio.get_running_loop().run_in_executor(_TRAINER_THREAD, call)
+    try:
+        return await asyncio.shield(fut)
+    except asyncio.CancelledError:
+        with contextlib.suppress(BaseException):
+            await fut
+        raise
 
 
 def load_tasks(dirs: Sequence[str | Path]) -> list[TaskDir]:

@@ -40,6 +40,7 @@ from training.trajectory import prepare_grpo_batch
 from training.trajectory.staleness import StalenessPolicy, StalenessReport, filter_stale
 from training.workflows.activity import TimedEngine
 from training.workflows.common import (
+    in_thread,
     local_engine,
     mean_reward,
     outcome_counts,
@@ -49,7 +50,6 @@ from training.workflows.common import (
 )
 from training.workflows.compose import compose
 from training.workflows.plots import curves_png
-from training.workflows.trainer_thread import in_thread
 
 log = logging.getLogger(__name__)
 

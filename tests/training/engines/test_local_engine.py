@@ -325,3 +325,35 @@ async def test_engine_runs_its_forward_passes_with_its_own_thread_count(tiny_mod
         assert torch.get_num_threads() == before
     finally:
         await engine.aclose()
+
+
+async def test_a_serving_engine_holds_its_cores_and_gives_them_back_when_idle(
+    tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine announces the cores it computes on while it has work (training.cpu.CoreClaim),
+    so a trainer stepping beside an evaluation sizes its threads to the rest; idle, it holds none."""
+    import training.cpu as cpu
+
+    monkeypatch.setattr(cpu, "available_cores", lambda: 4)
+    probe = cpu.CoreClaim()  # what another worker of the process (a trainer) would be left
+    engine = LocalEngine(str(tiny_model_dir), max_batch_size=2, threads=1)
+    seen: list[int] = []
+    batcher = engine._batcher
+    real_decode = batcher._decode
+
+    def decode() -> None:
+        seen.append(probe.left())
+        real_decode()
+
+    batcher._decode = decode  # type: ignore[method-assign]
+    try:
+        await engine.chat_completions(body([{"role": "user", "content": "hello"}], max_tokens=3, temperature=0))
+        assert seen and set(seen) == {3}  # the engine held its one core through every decode step
+        for _ in range(200):  # the worker releases as it goes idle, just after answering
+            if probe.left() == 4:
+                break
+            await asyncio.sleep(0.01)
+        assert probe.left() == 4
+    finally:
+        await engine.aclose()
+    assert probe.left() == 4

@@ -11,6 +11,7 @@ import torch
 from openforge.presets import TrainConfig
 from tests.training.trainers.conftest import make_tiny_llama
 from tests.training.trajectory.tiny import chat_call, rollout
+from training.cpu import available_cores
 from training.trainers.local import LocalTrainer
 from training.trainers.local.batching import collate, response_logprobs
 from training.trajectory import assign_group_advantages, build_trajectory
@@ -295,8 +296,34 @@ def test_a_step_in_a_worker_thread_uses_every_core_whatever_the_thread_inherited
     t = threading.Thread(target=worker)
     t.start()
     t.join()
-    assert trainer.cpu_threads >= 1
-    assert seen["after_step"] == trainer.cpu_threads
+    assert trainer.last_step_threads == available_cores()  # no engine serves beside it here
+    assert seen["after_step"] == trainer.last_step_threads
+
+
+def test_a_step_leaves_the_cores_a_serving_engine_holds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An evaluation's engine serving beside SFT/GRPO keeps its core: the step runs on the
+    rest (not 2 trainer threads + 1 engine thread on 2 cores), and gives them back after."""
+    import training.cpu as cpu
+
+    monkeypatch.setattr(cpu, "available_cores", lambda: 4)
+    engine_cores = cpu.CoreClaim()
+    engine_cores.hold(1)
+    trainer = LocalTrainer(make_tiny_llama(), None, _cfg())
+    held_during: list[int] = []
+    real = trainer._grpo_step
+
+    def spy(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        held_during.append(engine_cores.left())  # what the engine would see: 4 - trainer's 3
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(trainer, "_grpo_step", spy)
+    trainer.step(_group())
+    assert trainer.last_step_threads == 3
+    assert held_during == [1]
+    assert engine_cores.left() == 4  # released after the step
+    engine_cores.release()
+    trainer.step(_group())
+    assert trainer.last_step_threads == 4
 
 
 def _two_groups(logprobs: bool = True):  # noqa: ANN202

@@ -36,7 +36,7 @@ from typing import Any
 import torch
 from transformers.cache_utils import DynamicCache, DynamicLayer
 
-from training.cpu import available_cores
+from training.cpu import CoreClaim
 from training.engines.base import EngineError
 from training.engines.local.kv_cache import GrowingLayer, growing_cache
 from training.engines.local.prefix_cache import PrefixCache, common_prefix
@@ -166,6 +166,7 @@ class Batcher:
         #: Intra-op threads of this worker's forward passes (None: torch's process default).
         #: Thread-local in torch, so the trainer in the same process keeps its own.
         self.threads = threads
+        self._cores = CoreClaim()  # the cores this engine uses while it serves (training.cpu)
         # transformers 5.x renamed ``past_key_values`` to ``cache``; accept either.
         params = inspect.signature(model.forward).parameters
         self._cache_kw = "cache" if "cache" in params else "past_key_values"
@@ -211,15 +212,13 @@ class Batcher:
 
     # ------------------------------------------------------------------------ worker
     def _run(self) -> None:
-        # every core the process may use (not torch's count in this new thread: a thread started
-        # after another engine lowered its own count inherits that lower count)
-        self._all_threads = available_cores()
         if self.threads is not None and self.device.type == "cpu":
             torch.set_num_threads(self.threads)
         self.stats.threads = torch.get_num_threads()
         while True:
             with self._wake:
                 while not self._queue and not self._rows and not self._closed:
+                    self._cores.release()  # idle: a trainer beside this engine may use them
                     self._wake.wait()
                 if self._closed:
                     break
@@ -232,6 +231,7 @@ class Batcher:
             except Exception as exc:  # a failed forward pass fails the requests in it, not the engine
                 log.exception("local engine step failed")
                 self._fail_all(EngineError(f"local engine failed: {exc}", status_code=500))
+        self._cores.release()
         self._fail_all(EngineError("local engine closed", status_code=503), include_queue=True)
 
     def _fail_all(self, error: Exception, include_queue: bool = False) -> None:
@@ -363,12 +363,14 @@ class Batcher:
         self._merge(rows, cache, mask[select], next_positions)
 
     def _set_threads(self, new_tokens: int) -> None:
-        """Every core for a long prefill (large matrix products, few synchronisation points),
-        ``threads`` for decode steps and short prefills (many small ops, each a barrier that
-        stalls when a harness process holds one of the cores)."""
+        """Every core no other worker of the process holds for a long prefill (large matrix
+        products, few synchronisation points), ``threads`` for decode steps and short prefills
+        (many small ops, each a barrier that stalls when a harness process holds one of the
+        cores). Held in the process's :class:`CoreClaim` ledger while the engine serves."""
         if self.threads is None or self.device.type != "cpu":
             return
-        wanted = self._all_threads if new_tokens >= LONG_PREFILL_TOKENS else self.threads
+        wanted = max(self.threads, self._cores.left()) if new_tokens >= LONG_PREFILL_TOKENS else self.threads
+        self._cores.hold(wanted)
         if torch.get_num_threads() != wanted:
             torch.set_num_threads(wanted)
 

@@ -31,7 +31,7 @@ import json
 import logging
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,7 @@ import torch
 
 from openforge.presets import Preset, TrainConfig
 from openforge.settings import get_settings
-from training.cpu import available_cores
+from training.cpu import CoreClaim
 from training.memory import release_freed_memory
 from training.precision import resolve_dtype
 from training.trainers.local.batching import Batch, collate, fits, response_logprobs
@@ -117,11 +117,14 @@ class LocalTrainer:
             weight_decay=config.weight_decay,
         )
         self.global_step = 0  # optimiser updates done
-        #: Intra-op threads of this trainer's passes on CPU: every core the process may use.
-        #: Set in the thread that runs each step — torch's count is per thread, and a thread
-        #: started after the local engine lowered its own count (to one, for decode steps)
-        #: inherits that, so a step run by ``asyncio.to_thread`` would otherwise use one core.
-        self.cpu_threads = available_cores()
+        #: Intra-op threads of this trainer's passes on CPU; None: at each step, every core the
+        #: process may use that no engine serving beside it holds (:class:`CoreClaim`). Set in
+        #: the thread that runs each step — torch's count is per thread, and a thread started
+        #: after the local engine lowered its own count (to one, for decode steps) inherits
+        #: that, so a step run by ``asyncio.to_thread`` would otherwise use one core.
+        self.cpu_threads: int | None = None
+        self.last_step_threads = 0  # what the last step ran on
+        self._cores = CoreClaim()
         #: Whether the engine that recorded the behaviour logprobs is this process's local
         #: engine (same weights, same numerics): importance correction is off then by default.
         self.in_process_engine = in_process_engine
@@ -213,7 +216,10 @@ class LocalTrainer:
         """
         if self.config.algorithm != "grpo":
             raise ValueError(f"train.algorithm is {self.config.algorithm!r}: use sft_step for SFT")
-        self._use_cores()
+        with self._cores_for_step():
+            return self._grpo_step(samples, importance_correction)
+
+    def _grpo_step(self, samples: Sequence[Sample], importance_correction: bool | None) -> dict[str, float]:
         samples, overlong = self.split_overlong([s for s in samples if s.n_loss_tokens > 0])
         if not samples:
             log.warning("GRPO step with no trainable tokens: no update")
@@ -322,8 +328,11 @@ class LocalTrainer:
     # ----------------------------------------------------------------- SFT
     def sft_step(self, examples: Sequence[SftExample | Sample]) -> dict[str, float]:
         """One SFT update: token-mean NLL of the learned tokens over ``examples``."""
+        with self._cores_for_step():
+            return self._sft_step(examples)
+
+    def _sft_step(self, examples: Sequence[SftExample | Sample]) -> dict[str, float]:
         t0 = time.perf_counter()
-        self._use_cores()
         seqs = [e if isinstance(e, SftExample) else SftExample.from_sample(e) for e in examples]
         seqs = [e for e in seqs if sum(e.loss_mask) > 0]
         max_len = self.config.max_prompt_length + self.config.max_response_length
@@ -371,9 +380,22 @@ class LocalTrainer:
             return contextlib.nullcontext()
         return torch.autocast(device_type=self.device.type, dtype=getattr(torch, dtype))
 
-    def _use_cores(self) -> None:
-        if self.device.type == "cpu" and torch.get_num_threads() != self.cpu_threads:
-            torch.set_num_threads(self.cpu_threads)
+    @contextlib.contextmanager
+    def _cores_for_step(self) -> Iterator[None]:
+        """Run a step on :attr:`cpu_threads`, or on the cores no engine of this process holds
+        (an evaluation serving beside SFT or GRPO keeps its core), holding them meanwhile."""
+        if self.device.type != "cpu":
+            yield
+            return
+        threads = self.cpu_threads or self._cores.left()
+        self._cores.hold(threads)
+        try:
+            if torch.get_num_threads() != threads:
+                torch.set_num_threads(threads)
+            self.last_step_threads = threads
+            yield
+        finally:
+            self._cores.release()
 
     def _update(self) -> dict[str, float]:
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.max_grad_norm)
