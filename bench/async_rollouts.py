@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def tiny_policy(folder: Path) -> Path:
-    from tests.training.engines.conftest import build_tiny_model, build_tiny_tokenizer
+    from testkit.models import build_tiny_model, build_tiny_tokenizer
 
     tokenizer = build_tiny_tokenizer()
     build_tiny_model(len(tokenizer), max_len=16384).save_pretrained(folder)
@@ -69,7 +69,7 @@ if random.random() < 0.5:
 
 def hello_tasks(root: Path, n: int) -> list[Any]:
     from environments.taskdir import load_task
-    from tests.training.orchestrator.conftest import make_task
+    from testkit.tasks import make_task
 
     return [load_task(make_task(root, f"hello-{i}")) for i in range(n)]
 

@@ -1,5 +1,5 @@
 """Benchmark: thousands of noop rollouts through the kubernetes backend against the fake API
-server (tests/fakes/k8s), cold pods vs a warm pool, side by side.
+server (testkit/fakes/kubernetes), cold pods vs a warm pool, side by side.
 
 Three processes, so each figure is the orchestrator's own: the fake API server + simulated
 kubelet (a child), and one orchestrator child per mode (cold, then warm) running ``--n``
@@ -46,10 +46,10 @@ def serve_fake(kubeconfig: Path, namespaces: list[str], start_ms: float = 0.0) -
     import aiohttp
 
     from environments.records import Outcome, RunnerReport
-    from tests.fakes.k8s import ExecResult, FakeKubeAPI, SimulatedKubelet
-    from tests.fakes.k8s.kubelet import SECRETS
-    from tests.fakes.k8s.local_executor import _secret_value
-    from tests.fakes.k8s.store import NAMESPACES
+    from testkit.fakes.kubernetes import ExecResult, FakeKubeAPI, SimulatedKubelet
+    from testkit.fakes.kubernetes.kubelet import SECRETS
+    from testkit.fakes.kubernetes.local_executor import _secret_value
+    from testkit.fakes.kubernetes.store import NAMESPACES
 
     holder: dict[str, Any] = {}
     report = "OPENFORGE_RESULT " + RunnerReport(status=Outcome.ok, reward=0.0, harness="noop").model_dump_json()

@@ -1,11 +1,11 @@
-"""Red team: every attack of ``tests/redteam/attacks.py`` as a ``command``-harness rollout on
+"""Red team: every attack of ``testkit/redteam.py`` as a ``command``-harness rollout on
 each sandbox backend; prints attacks × backends (broken / SUCCEEDED with the outcome) and,
 per backend, how many were tried and broken. Exit status 1 when any attack succeeded.
 
     python bench/redteam.py [--backends local,docker,kubernetes] [--only NAME,...] [--json OUT]
 
 local = bubblewrap; docker needs an engine and the base image (skipped with the reason
-otherwise); kubernetes = the fake API server of tests/fakes/k8s (its kubelet runs pods
+otherwise); kubernetes = the fake cluster of testkit/fakes/kubernetes/cluster.py (its kubelet runs pods
 through bubblewrap and enforces the run's NetworkPolicy and limits as a node would).
 Every backend gets the same proxy (a fake engine) so the token attacks run too.
 """
@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rich.console import Console
 from rich.table import Table
 
-from tests.redteam.attacks import ATTACKS, Verdict, attack_context, run_attacks
+from testkit.redteam import ATTACKS, Verdict, attack_context, run_attacks
 
 console = Console()
 
@@ -59,41 +59,22 @@ async def _docker(tasks: Path, ctx: Any, proxy: Any, db: Any, attacks: list) -> 
 
 
 async def _kubernetes(tasks: Path, ctx: Any, proxy: Any, db: Any, attacks: list) -> list[Verdict]:
-    from environments.taskdir import load_task
-    from tests.fakes.k8s import FakeKubeAPI, SimulatedKubelet
-    from tests.fakes.k8s.kubelet import SECRETS
-    from tests.fakes.k8s.local_executor import LocalPodExecutor
-    from tests.fakes.k8s.resources import BY_KIND
-    from tests.fakes.k8s.store import NAMESPACES
+    from testkit.fakes.kubernetes.cluster import LocalCluster
     from training.orchestrator.kubernetes import KubernetesBackend
-    from training.orchestrator.kubernetes.images import ContentImages
 
     ns, registry = "openforge-redteam", "registry.test:5000"
-    holder: dict[str, Any] = {}
-    work = tasks.parent / "node"
-    work.mkdir(parents=True, exist_ok=True)
-    executor = LocalPodExecutor({}, secrets=lambda n, name: holder["api"].store.peek(SECRETS, n, name),
-                                policies=lambda n: list(holder["api"].store.iter(BY_KIND["NetworkPolicy"], n)),
-                                work_root=work)
-    api = FakeKubeAPI(kubelet=SimulatedKubelet(executor=executor)).start()
-    holder["api"] = api
-    images = ContentImages(registry)
-    try:
-        api.call(lambda s, _k: s.create(NAMESPACES, "", {"metadata": {"name": ns}}))
-        kubeconfig = api.write_kubeconfig(tasks.parent / "kubeconfig")
-        backend = KubernetesBackend(rollouts_dir=tasks.parent / "k8s-rollouts", kubeconfig=str(kubeconfig),
-                                    namespace=ns, registry=registry, image_source="content", images=images,
+    with LocalCluster(tasks.parent, namespace=ns, registry=registry) as cluster:
+        backend = KubernetesBackend(rollouts_dir=tasks.parent / "k8s-rollouts", kubeconfig=str(cluster.kubeconfig),
+                                    namespace=ns, registry=registry, image_source="content", images=cluster.images,
                                     resync_seconds=2.0, delete_grace_seconds=2, proxy=proxy)
 
         async def on_task(task: Path) -> None:
-            executor.images[(await images.resolve(load_task(task))).ref] = task
+            await cluster.image(task)
 
         try:
             return await run_attacks(backend, tasks, ctx, attacks=attacks, proxy=proxy, db=db, on_task=on_task)
         finally:
             await backend.aclose()
-    finally:
-        api.stop()
 
 
 RUNNERS = {"local": _local, "docker": _docker, "kubernetes": _kubernetes}
@@ -102,7 +83,7 @@ RUNNERS = {"local": _local, "docker": _docker, "kubernetes": _kubernetes}
 async def main(args: argparse.Namespace) -> int:
     from storage.db import make_engine
     from storage.migrate import upgrade
-    from tests.fakes.vllm import FakeVLLM
+    from testkit.fakes.vllm import FakeVLLM
     from training.engines.openai_compat import OpenAICompatEngine
     from training.proxy.server import ProxyServer
 

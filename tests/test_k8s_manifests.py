@@ -136,7 +136,7 @@ def test_manifests_apply_to_the_fake_api_server(tmp_path: Path) -> None:
     """The namespaced objects the fake serves are accepted by a (fake) API server as well."""
     from kubernetes import client, config, utils
 
-    from tests.fakes.k8s import FakeKubeAPI
+    from testkit.fakes.kubernetes import FakeKubeAPI
 
     served = {"Namespace", "ServiceAccount", "Role", "RoleBinding", "NetworkPolicy", "Pod"}
     with FakeKubeAPI() as api:

@@ -24,7 +24,7 @@ def prefect_harness():
 @pytest.fixture
 def tiny_policy(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
     """A tiny random Llama + ChatML tokenizer as the policy (OPENFORGE_MODEL), long context."""
-    from tests.training.engines.conftest import build_tiny_model, build_tiny_tokenizer
+    from testkit.models import build_tiny_model, build_tiny_tokenizer
 
     folder = tmp_path_factory.mktemp("tiny-policy")
     tokenizer = build_tiny_tokenizer()

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.redteam.attacks import Context, attack_context
+from testkit.redteam import Context, attack_context
 
 
 @pytest.fixture
@@ -19,7 +19,7 @@ def redteam_ctx(openforge_home: Path) -> Iterator[Context]:
 
 @pytest.fixture
 async def redteam_proxy(sqlite_url: str) -> AsyncIterator[Any]:
-    from tests.fakes.vllm import FakeVLLM
+    from testkit.fakes.vllm import FakeVLLM
     from training.engines.openai_compat import OpenAICompatEngine
     from training.proxy.server import ProxyServer
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.redteam.attacks import ATTACKS, Context, Verdict, run_attacks
+from testkit.redteam import ATTACKS, Context, Verdict, run_attacks
 from training.orchestrator.bwrap import bwrap_path
 
 pytestmark = pytest.mark.slow

@@ -1,6 +1,6 @@
 """The ``openai`` agent backend: our tool loop over an OpenAI-compatible endpoint.
 
-The endpoint is the shared fake vLLM server (``tests/fakes/vllm.py``, an external-boundary
+The endpoint is the shared fake vLLM server (``testkit/fakes/vllm.py``, an external-boundary
 fake) answering with the scripted task author; the synthesis run goes through all five
 stages with agent-made proposals, LLM-judge quality, agent builds and one agent refine.
 """
@@ -21,7 +21,7 @@ from synthesis.config import SynthConfig
 from synthesis.pipeline import synthesize
 from synthesis.runtime.base import AgentTool, Budget
 from synthesis.runtime.openai_loop import OpenAIAgent
-from tests.fakes.vllm import FakeReply, FakeVLLM
+from testkit.fakes.vllm import FakeReply, FakeVLLM
 from tests.synthesis.scripted_author import ScriptedAuthor
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from synthesis.runtime.base import AgentTool, Budget
 from synthesis.runtime.openai_loop import OpenAIAgent
-from tests.training.engines.conftest import build_tiny_model, build_tiny_tokenizer
+from testkit.models import build_tiny_model, build_tiny_tokenizer
 
 
 async def _noop_tool(arguments: dict) -> str:

@@ -249,7 +249,7 @@ def test_a_trajectory_spanning_two_versions_gets_per_call_ratios_against_the_rig
 # ------------------------------------------------------------------ cancelling an async rl_train
 @pytest.fixture
 def tiny_policy_dir(tmp_path: Path) -> Path:
-    from tests.training.engines.conftest import build_tiny_model, build_tiny_tokenizer
+    from testkit.models import build_tiny_model, build_tiny_tokenizer
 
     folder = tmp_path / "tiny-policy"
     tokenizer = build_tiny_tokenizer()
@@ -264,7 +264,7 @@ def test_cancelling_an_async_run_leaves_no_sandbox_or_claim_behind(tmp_path: Pat
     from openforge.settings import get_settings
     from storage.db import make_engine, session_scope
     from storage.models import Rollout, Run
-    from tests.training.orchestrator.conftest import make_task
+    from testkit.tasks import make_task
     from training.orchestrator.procs import all_sandbox_ids
     from training.workflows.rl import rl_train
 
@@ -371,7 +371,7 @@ def test_an_async_run_trains_on_real_rollouts_and_reports_idle_and_staleness(tmp
     from openforge.settings import get_settings
     from storage.db import make_engine, session_scope
     from storage.models import Rollout
-    from tests.training.orchestrator.conftest import make_task
+    from testkit.tasks import make_task
     from training.orchestrator.procs import all_sandbox_ids
     from training.workflows.rl import rl_train
 
@@ -423,7 +423,7 @@ def test_a_sync_straggler_past_its_budget_is_killed_classified_timeout_and_its_g
     import time
 
     from environments.taskdir import load_task
-    from tests.training.orchestrator.conftest import make_task
+    from testkit.tasks import make_task
     from training.orchestrator.procs import all_sandbox_ids
     from training.workflows.service import RolloutService
 

@@ -38,7 +38,7 @@ async def test_scripted_model_solves_a_docs_task_through_the_proxy(tmp_path: Pat
                                                                    sqlite_url: str) -> None:
     from storage.db import make_engine
     from storage.models import ModelCall
-    from tests.fakes.vllm import FakeReply, FakeVLLM
+    from testkit.fakes.vllm import FakeReply, FakeVLLM
     from training.orchestrator.single import rollout_once
 
     task, bt = write_family_task(tmp_path / "bank", "docs-lookup", 4, "easy")

@@ -20,7 +20,7 @@ from environments.verifiers.llm_judge import (
     parse_verdict,
     render_prompt,
 )
-from tests.fakes.vllm import FakeReply, FakeVLLM
+from testkit.fakes.vllm import FakeReply, FakeVLLM
 
 EVIDENCE = Evidence(instruction="Find the opening hours of the Lisbon office.", answer="9:00-17:30 on weekdays",
                     final_url="https://example.test/contact", final_title="Contact us",

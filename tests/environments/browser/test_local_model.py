@@ -19,7 +19,7 @@ from tests.environments.browser.conftest import needs_chromium, write_family_tas
 @pytest.fixture(scope="module")
 def tiny_long_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The engine tests' tiny Llama, with a context long enough for a screenshot-step prompt."""
-    from tests.training.engines.conftest import build_tiny_model, build_tiny_tokenizer
+    from testkit.models import build_tiny_model, build_tiny_tokenizer
 
     folder = tmp_path_factory.mktemp("tiny-llama-long")
     tokenizer = build_tiny_tokenizer()

@@ -13,7 +13,7 @@ import pytest
 from environments.computer.spec import AppSpec, DesktopSpec
 from environments.gui.observation import png_size
 from environments.harnesses.computer_use.loop import CUConfig, run_episode
-from tests.fakes.vllm import FakeReply, FakeVLLM
+from testkit.fakes.vllm import FakeReply, FakeVLLM
 from training.engines.openai_compat import OpenAICompatEngine
 from training.proxy.server import ProxyServer
 

@@ -25,7 +25,7 @@ pytestmark = [needs_desktop(), pytest.mark.slow]
 @pytest.fixture
 def tiny_engine(tmp_path: Path):
     pytest.importorskip("transformers")
-    from tests.training.engines.conftest import build_tiny_model, build_tiny_tokenizer
+    from testkit.models import build_tiny_model, build_tiny_tokenizer
     from training.engines.local import LocalEngine
 
     tokenizer = build_tiny_tokenizer()

@@ -1,5 +1,5 @@
 """The react harness through the runner against the protocol-faithful fake vLLM server
-(tests/fakes/vllm.py): scripted tool calls solve the task, malformed actions are fed back
+(testkit/fakes/vllm.py): scripted tool calls solve the task, malformed actions are fed back
 and recovered from, engine 400/5xx become policy/infra errors."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from environments.records import Outcome
+from testkit.fakes.vllm import FakeReply, FakeVLLM
 from tests.environments.runner.sandbox import make_sandbox, run_runner, write_file_task
-from tests.fakes.vllm import FakeReply, FakeVLLM
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 complete the hand-made task against scripted fake model endpoints (no proxy needed):
 Codex over the Responses API (scripted_responses.py), Claude Code over the Messages API
 (scripted_messages.py), OpenClaw and mini-swe-agent over chat completions
-(tests/fakes/vllm.py). Skipped when scripts/install-harnesses.sh has not installed them."""
+(testkit/fakes/vllm.py). Skipped when scripts/install-harnesses.sh has not installed them."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import pytest
 
 from environments.harnesses.binaries import find_binary
 from environments.records import Outcome
+from testkit.fakes.vllm import FakeReply, FakeVLLM
 from tests.environments.harnesses.scripted_messages import ScriptedMessages
 from tests.environments.harnesses.scripted_responses import ScriptedResponses, Turn
 from tests.environments.runner.sandbox import make_sandbox, run_runner, write_file_task
-from tests.fakes.vllm import FakeReply, FakeVLLM
 
 pytestmark = pytest.mark.slow
 

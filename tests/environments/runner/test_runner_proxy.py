@@ -8,8 +8,8 @@ from pathlib import Path
 
 from environments.records import Outcome
 from environments.runner.finish import FINISH_KEY_ENV
+from testkit.fakes.vllm import FakeReply, FakeVLLM
 from tests.environments.runner.sandbox import make_sandbox, run_runner, write_file_task
-from tests.fakes.vllm import FakeReply, FakeVLLM
 from training.engines.openai_compat import OpenAICompatEngine
 from training.proxy.server import ProxyServer
 

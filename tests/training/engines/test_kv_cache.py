@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from transformers.cache_utils import DynamicCache
 
-from tests.training.engines.conftest import build_tiny_model
+from testkit.models import build_tiny_model
 from training.engines.local.kv_cache import MIN_HEADROOM, GrowingLayer, growing_cache
 
 

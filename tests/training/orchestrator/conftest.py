@@ -1,4 +1,5 @@
-"""Fixtures for orchestrator tests: tiny hand-made task dirs the real runner can score."""
+"""Fixtures for orchestrator tests: the tiny hello task (``testkit.tasks``), a proxy-calling
+harness body, the loopback registry and Docker checks."""
 
 from __future__ import annotations
 
@@ -10,14 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
-from environments.taskdir import TaskConfig, TaskSection, write_task
+from testkit.tasks import make_task
 
-TEST_SH = """#!/usr/bin/env bash
-# Reward 1 when the workspace holds out.txt == hello.
-mkdir -p "${LOGS_DIR:-/logs}/verifier"
-if [ "$(cat out.txt 2>/dev/null)" = "hello" ]; then r=1; else r=0; fi
-echo "$r" > "${LOGS_DIR:-/logs}/verifier/reward.txt"
-"""
 #: A harness body (python -c) making one chat call through the proxy with the rollout token.
 PROXY_CALL = (
     "import json, os, urllib.request\n"
@@ -59,25 +54,6 @@ def docker_client_with_base_image(what: str, timeout: float) -> Iterator[Any]:
     client = docker.from_env(timeout=timeout)
     yield client
     client.close()
-
-
-SOLVE_SH = """#!/usr/bin/env bash
-echo hello > out.txt
-"""
-
-
-def make_task(root: Path, name: str = "tiny", *, dockerfile: str = "FROM debian:bookworm-slim\nWORKDIR /app\n",
-              extra: dict[str, str | bytes] | None = None, agent_timeout: float = 60.0) -> Path:
-    cfg = TaskConfig(task=TaskSection(name=name, description="write hello"))
-    cfg.agent.timeout_sec = agent_timeout
-    cfg.verifier.timeout_sec = 30
-    files: dict[str, str | bytes] = {
-        "environment/Dockerfile": dockerfile,
-        "tests/test.sh": TEST_SH,
-        "solution/solve.sh": SOLVE_SH,
-    }
-    files.update(extra or {})
-    return write_task(root / name, cfg, "Write the word hello into out.txt.", files).path
 
 
 @pytest.fixture

@@ -81,7 +81,7 @@ async def test_docker_hang_times_out_and_container_is_removed(docker_backend, ti
 
 
 async def test_docker_build_failure_is_build_failed(docker_backend, tmp_path: Path) -> None:
-    from tests.training.orchestrator.conftest import make_task
+    from testkit.tasks import make_task
 
     task = make_task(tmp_path, "badbuild", dockerfile="FROM debian:bookworm-slim\nRUN exit 9\n")
     try:
@@ -95,7 +95,7 @@ async def test_docker_build_failure_is_build_failed(docker_backend, tmp_path: Pa
 
 async def test_docker_sandbox_reaches_the_proxy_through_the_relay(docker_backend, tiny_task: Path, sqlite_url: str,
                                                                db_engine) -> None:
-    from tests.fakes.vllm import FakeVLLM
+    from testkit.fakes.vllm import FakeVLLM
     from tests.training.orchestrator.conftest import PROXY_CALL
     from training.engines.openai_compat import OpenAICompatEngine
     from training.proxy.server import ProxyServer
@@ -122,7 +122,7 @@ async def test_docker_sandbox_reaches_the_proxy_through_the_relay(docker_backend
 async def test_docker_cancel_removes_running_containers(docker_backend, tmp_path: Path) -> None:
     import asyncio
 
-    from tests.training.orchestrator.conftest import make_task
+    from testkit.tasks import make_task
     from training.orchestrator.docker_backend import LABEL
 
     # The agent budget outlives the test, so only the cancel can end these rollouts.

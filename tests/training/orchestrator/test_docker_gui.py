@@ -98,7 +98,7 @@ async def test_browser_use_shop_purchase_on_docker(docker_backend, tmp_path: Pat
 
 
 async def test_absent_gui_image_is_build_failed_naming_the_script(docker_backend, tmp_path: Path) -> None:
-    from tests.training.orchestrator.conftest import make_task
+    from testkit.tasks import make_task
 
     task = make_task(tmp_path, "nogui", dockerfile="FROM openforge/computer-base:no-such-tag\nWORKDIR /app\n")
     try:

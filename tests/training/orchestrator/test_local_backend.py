@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from environments.records import Outcome, RolloutSpec
-from tests.training.orchestrator.conftest import make_task
+from testkit.tasks import make_task
 from training.orchestrator.bwrap import bwrap_path
 from training.orchestrator.local import LocalBackend
 from training.orchestrator.procs import sandbox_pids

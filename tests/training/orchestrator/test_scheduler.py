@@ -99,7 +99,7 @@ async def test_cancel_cleans_every_sandbox(tiny_task: Path, openforge_home: Path
 
 @pytest.mark.slow
 async def test_proxy_registration_and_relay(tiny_task: Path, sqlite_url: str, db_engine) -> None:
-    from tests.fakes.vllm import FakeVLLM
+    from testkit.fakes.vllm import FakeVLLM
     from training.engines.openai_compat import OpenAICompatEngine
     from training.proxy.server import ProxyServer
 

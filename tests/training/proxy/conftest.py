@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from tests.fakes.vllm import FakeVLLM
+from testkit.fakes.vllm import FakeVLLM
 from training.engines.openai_compat import OpenAICompatEngine
 from training.proxy.client import ProxyAdminClient, Registration
 from training.proxy.server import ProxyServer

@@ -8,7 +8,7 @@ import httpx
 import openai
 import pytest
 
-from tests.fakes.vllm import FakeReply, FakeVLLM
+from testkit.fakes.vllm import FakeReply, FakeVLLM
 from training.engines.openai_compat import OpenAICompatEngine
 from training.proxy.budget import (
     BUDGET_EXHAUSTED,

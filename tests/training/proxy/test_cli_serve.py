@@ -14,7 +14,7 @@ import pytest
 
 from storage.db import make_engine, session_scope
 from storage.models import ModelCall, Rollout
-from tests.fakes.vllm import FakeVLLM
+from testkit.fakes.vllm import FakeVLLM
 from training.proxy.client import ProxyAdminClient
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fakes.vllm import FakeReply, FakeVLLM, fake_tokenize
+from testkit.fakes.vllm import FakeReply, FakeVLLM, fake_tokenize
 from training.engines.base import ChatEngine, EngineError, EngineRequestError
 from training.engines.factory import make_chat_engine
 from training.engines.openai_compat import OpenAICompatEngine

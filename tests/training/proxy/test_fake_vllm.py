@@ -9,7 +9,7 @@ import httpx
 import openai
 import pytest
 
-from tests.fakes.vllm import FakeReply, FakeVLLM, fake_tokenize
+from testkit.fakes.vllm import FakeReply, FakeVLLM, fake_tokenize
 
 
 async def test_wire_format_stream_tools_and_failures(fake_vllm: FakeVLLM) -> None:

@@ -15,7 +15,7 @@ import pytest
 from PIL import Image
 
 from environments.gui.observation import image_part
-from tests.fakes.vllm import FakeVLLM
+from testkit.fakes.vllm import FakeVLLM
 from training.engines.openai_compat import OpenAICompatEngine
 from training.proxy.images import (
     PLACEHOLDER,

@@ -12,7 +12,7 @@ import pytest
 
 from storage.db import make_engine, session_scope
 from storage.models import Rollout
-from tests.fakes.vllm import FakeReply, FakeVLLM
+from testkit.fakes.vllm import FakeReply, FakeVLLM
 from environments.runner.finish import FINISH_KEY_HEADER
 from training.engines.openai_compat import OpenAICompatEngine
 from training.proxy.client import ProxyAdminClient, ProxyClientError, Registration

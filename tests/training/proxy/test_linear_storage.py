@@ -26,7 +26,7 @@ from storage.calls import CallBase, encode_call, expand_calls, stored_bytes
 from storage.db import make_engine
 from storage.migrate import alembic_config, upgrade
 from storage.models import ModelCall
-from tests.fakes.vllm import FakeReply, FakeVLLM
+from testkit.fakes.vllm import FakeReply, FakeVLLM
 from training.engines.openai_compat import OpenAICompatEngine
 from training.evaluation.actions import trajectory_steps
 from training.proxy.client import ProxyAdminClient

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture
 def tiny_local_engine(tmp_path: Path):
     pytest.importorskip("transformers")
-    from tests.training.engines.conftest import build_tiny_model, build_tiny_tokenizer
+    from testkit.models import build_tiny_model, build_tiny_tokenizer
     from training.engines.local import LocalEngine
 
     tokenizer = build_tiny_tokenizer()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from environments.harnesses.binaries import find_binary
-from tests.fakes.vllm import FakeReply, FakeVLLM
+from testkit.fakes.vllm import FakeReply, FakeVLLM
 from training.proxy.client import ProxyAdminClient, Registration
 
 pytestmark = pytest.mark.slow

@@ -9,7 +9,7 @@ import anthropic
 import openai
 import pytest
 
-from tests.fakes.vllm import FakeReply, FakeVLLM, fake_tokenize
+from testkit.fakes.vllm import FakeReply, FakeVLLM, fake_tokenize
 from training.proxy.client import ProxyAdminClient, Registration
 
 TOOLS_CHAT = [{"type": "function", "function": {"name": "get_weather", "description": "Weather of a city",

@@ -53,7 +53,7 @@ def driver_inputs(tmp_path: Path, tiny_model_dir: Path):  # noqa: ANN201
 
 @pytest.fixture
 def tiny_model_dir(tmp_path: Path) -> Path:
-    from tests.training.engines.conftest import build_tiny_model, build_tiny_tokenizer
+    from testkit.models import build_tiny_model, build_tiny_tokenizer
 
     folder = tmp_path / "tiny-policy"
     tokenizer = build_tiny_tokenizer()
@@ -195,7 +195,7 @@ def test_verl_agent_loop_runs_a_real_rollout_through_the_module_level_rollout_fu
 
     from openforge.settings import get_settings
     from storage.db import make_engine
-    from tests.fakes.vllm import FakeReply, FakeVLLM
+    from testkit.fakes.vllm import FakeReply, FakeVLLM
     from training.trainers.verl import rollout as rollout_module
     from training.trainers.verl.run import prepare_run
     from training.trajectory import build_trajectory

@@ -19,10 +19,10 @@ from typing import Any, Self
 import pytest
 
 from environments.records import Outcome, RolloutSpec
+from testkit.tasks import make_task
 from tests.training.orchestrator.conftest import (
     REGISTRY,
     docker_client_with_base_image,
-    make_task,
     registry_reason,
     skip_because,
 )

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from environments.records import Outcome, RolloutSpec
-from tests.training.orchestrator.conftest import make_task
+from testkit.tasks import make_task
 from training.orchestrator.kubernetes.manifest import LABEL_ROLLOUT
 from training.orchestrator.local import LocalBackend
 from training.orchestrator.scheduler import Scheduler, new_rollout_id, run_rollouts
@@ -64,7 +64,7 @@ async def test_every_claw_example_matches_local_backend(cluster, k8s_backend) ->
 
 async def test_react_through_the_proxy_matches_local(cluster, k8s_backend, tmp_path: Path, sqlite_url: str) -> None:
     """The result comes from the proxy's finish record; with the pod's log lost it still does."""
-    from tests.fakes.vllm import FakeReply, FakeVLLM
+    from testkit.fakes.vllm import FakeReply, FakeVLLM
     from training.engines.openai_compat import OpenAICompatEngine
     from training.proxy.server import ProxyServer
 
@@ -239,7 +239,7 @@ def test_scale_bench_quick_run(tmp_path: Path) -> None:
 
 
 async def test_network_policy_names_the_control_endpoint_and_the_proxy(cluster, k8s_backend, tmp_path: Path) -> None:
-    from tests.fakes.k8s.resources import BY_KIND
+    from testkit.fakes.kubernetes.resources import BY_KIND
     from training.orchestrator.kubernetes.manifest import LABEL_RUN
 
     task = make_task(tmp_path / "bank")

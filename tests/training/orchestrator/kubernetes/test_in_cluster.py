@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from environments.records import Outcome, RolloutSpec
-from tests.training.orchestrator.conftest import make_task
+from testkit.tasks import make_task
 from training.orchestrator.backend import SandboxError
 from training.orchestrator.kubernetes import api as kube_api
 from training.orchestrator.scheduler import Scheduler, new_rollout_id

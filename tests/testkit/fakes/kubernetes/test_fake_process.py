@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client, config
 
-from tests.fakes.k8s import FakeKubeProcess
+from testkit.fakes.kubernetes import FakeKubeProcess
 
 pytestmark = pytest.mark.slow
 

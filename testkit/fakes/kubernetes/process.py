@@ -33,7 +33,7 @@ class FakeKubeProcess:
     def start(self) -> Self:
         self._tmp = tempfile.TemporaryDirectory(prefix="fake-kube-")
         ready = Path(self._tmp.name) / "ready.json"
-        cmd = [self.python, "-m", "tests.fakes.k8s", "--ready-file", str(ready),
+        cmd = [self.python, "-m", "testkit.fakes.kubernetes", "--ready-file", str(ready),
                "--kubelet-options", json.dumps(self.kubelet_options)]
         if self.nodes is not None:
             cmd += ["--nodes", json.dumps(self.nodes)]
@@ -83,7 +83,7 @@ class FakeKubeProcess:
         return resp.json()
 
     def write_kubeconfig(self, path: str | Path, namespace: str = "default") -> Path:
-        from tests.fakes.k8s.server import kubeconfig_text
+        from testkit.fakes.kubernetes.server import kubeconfig_text
 
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)

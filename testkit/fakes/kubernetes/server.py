@@ -1,4 +1,4 @@
-"""A protocol-faithful fake Kubernetes API server on loopback, for tests (external-boundary fake).
+"""A protocol-faithful fake Kubernetes API server on loopback (external-boundary fake).
 
 The official ``kubernetes`` and ``kubernetes_asyncio`` clients talk to it over HTTP through a
 kubeconfig, exactly as to a real cluster. It serves core/v1 pods (+ ``status``, ``log``,
@@ -16,7 +16,7 @@ containerStatuses and events.
 
 Use::
 
-    from tests.fakes.k8s import FakeKubeAPI, SimulatedKubelet, ExecResult, Node
+    from testkit.fakes.kubernetes import FakeKubeAPI, SimulatedKubelet, ExecResult, Node
 
     with FakeKubeAPI() as api:                          # default kubelet: every pod exits 0 at once
         kubeconfig = api.write_kubeconfig(tmp_path / "kubeconfig")
@@ -38,7 +38,7 @@ carries it as ``certificate-authority-data``, and ``write_incluster_files(dir)``
 service-account ``token``/``ca.crt`` an in-cluster config loader reads.
 
 Benchmarks that must not share their GIL with the fake use ``FakeKubeProcess`` (process.py):
-the same interface, the server in a child process (``python -m tests.fakes.k8s``).
+the same interface, the server in a child process (``python -m testkit.fakes.kubernetes``).
 """
 
 from __future__ import annotations
@@ -55,10 +55,10 @@ from typing import Any, Self, TypeVar
 import orjson
 from aiohttp import web
 
-from tests.fakes.k8s.api import KubeHTTP
-from tests.fakes.k8s.kubelet import SimulatedKubelet
-from tests.fakes.k8s.store import PODS, Store, clone
-from tests.fakes.k8s.tls import ServerCert, self_signed
+from testkit.fakes.kubernetes.api import KubeHTTP
+from testkit.fakes.kubernetes.kubelet import SimulatedKubelet
+from testkit.fakes.kubernetes.store import PODS, Store, clone
+from testkit.fakes.kubernetes.tls import ServerCert, self_signed
 
 T = TypeVar("T")
 

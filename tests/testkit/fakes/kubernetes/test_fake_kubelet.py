@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from kubernetes import client, config, watch
 
-from tests.fakes.k8s import ExecResult, FakeKubeAPI, Node, SimulatedKubelet
+from testkit.fakes.kubernetes import ExecResult, FakeKubeAPI, Node, SimulatedKubelet
 
 CANCELLED: set[str] = set()
 

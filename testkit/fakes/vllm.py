@@ -1,4 +1,4 @@
-"""A fake vLLM OpenAI-compatible server on loopback, for tests (an external-boundary fake).
+"""A fake vLLM OpenAI-compatible server on loopback, for tests and benchmarks (an external-boundary fake).
 
 Protocol-faithful to vLLM's chat completions wire format: ``GET /v1/models``,
 ``POST /v1/chat/completions`` streaming and not, ``tool_calls``, and with

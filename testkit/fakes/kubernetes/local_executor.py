@@ -45,8 +45,8 @@ from pathlib import Path
 from typing import Any
 
 from openforge.settings import get_settings
-from tests.fakes.k8s.kubelet import ExecResult
-from tests.fakes.k8s.quantity import parse_quantity
+from testkit.fakes.kubernetes.kubelet import ExecResult
+from testkit.fakes.kubernetes.quantity import parse_quantity
 from training.orchestrator.bwrap import BwrapPlan, Mount, build_argv, bwrap_path
 from training.orchestrator.dockerfile import DockerfileInfo, parse_dockerfile
 from training.orchestrator.layout import SandboxDirs, remove_sandbox

@@ -11,8 +11,8 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from tests.fakes.k8s.kubelet import SimulatedKubelet
-from tests.fakes.k8s.resources import (
+from testkit.fakes.kubernetes.kubelet import SimulatedKubelet
+from testkit.fakes.kubernetes.resources import (
     BY_PATH,
     SERVER_VERSION,
     Resource,
@@ -21,8 +21,8 @@ from tests.fakes.k8s.resources import (
     api_versions,
     resource_list,
 )
-from tests.fakes.k8s.status import ApiError
-from tests.fakes.k8s.store import PODS, Store
+from testkit.fakes.kubernetes.status import ApiError
+from testkit.fakes.kubernetes.store import PODS, Store
 
 log = logging.getLogger(__name__)
 

@@ -12,9 +12,9 @@ import binascii
 import re
 from typing import Any
 
-from tests.fakes.k8s.quantity import parse_quantity
-from tests.fakes.k8s.resources import Resource
-from tests.fakes.k8s.status import ApiError
+from testkit.fakes.kubernetes.quantity import parse_quantity
+from testkit.fakes.kubernetes.resources import Resource
+from testkit.fakes.kubernetes.status import ApiError
 
 Cause = tuple[str, str, str]  # (field, reason, message)
 

@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from tests.fakes.k8s.status import ApiError
+from testkit.fakes.kubernetes.status import ApiError
 
 Matcher = Callable[[dict[str, Any]], bool]
 

@@ -1,6 +1,6 @@
 """Run the fake API server as its own process (benchmarks keep it off their GIL):
 
-    python -m tests.fakes.k8s --port 0 --ready-file F [--nodes JSON] [--executor mod:fn] [--token T]
+    python -m testkit.fakes.kubernetes --port 0 --ready-file F [--nodes JSON] [--executor mod:fn] [--token T]
 
 Writes ``{"url": ...}`` to the ready file once listening and serves until SIGTERM/SIGINT.
 """
@@ -14,13 +14,13 @@ import signal
 import threading
 from pathlib import Path
 
-from tests.fakes.k8s.kubelet import SimulatedKubelet, instant_success
-from tests.fakes.k8s.scheduler import Node
-from tests.fakes.k8s.server import FakeKubeAPI
+from testkit.fakes.kubernetes.kubelet import SimulatedKubelet, instant_success
+from testkit.fakes.kubernetes.scheduler import Node
+from testkit.fakes.kubernetes.server import FakeKubeAPI
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(prog="python -m tests.fakes.k8s")
+    ap = argparse.ArgumentParser(prog="python -m testkit.fakes.kubernetes")
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--ready-file", required=True)

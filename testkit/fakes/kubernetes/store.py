@@ -21,11 +21,11 @@ from typing import Any
 
 import orjson
 
-from tests.fakes.k8s.ids import name_suffix, new_uid
-from tests.fakes.k8s.resources import BY_PATH, Resource
-from tests.fakes.k8s.selectors import parse_field_selector, parse_label_selector
-from tests.fakes.k8s.status import ApiError, success_status
-from tests.fakes.k8s.validation import (
+from testkit.fakes.kubernetes.ids import name_suffix, new_uid
+from testkit.fakes.kubernetes.resources import BY_PATH, Resource
+from testkit.fakes.kubernetes.selectors import parse_field_selector, parse_label_selector
+from testkit.fakes.kubernetes.status import ApiError, success_status
+from testkit.fakes.kubernetes.validation import (
     check_keys,
     check_metadata,
     check_pod_update,
@@ -296,7 +296,7 @@ class Store:
 
     def patch(self, res: Resource, namespace: str, name: str, content_type: str, body: Any, *,
               subresource: str | None = None, dry_run: bool = False) -> Obj:
-        from tests.fakes.k8s.patch import apply_patch
+        from testkit.fakes.kubernetes.patch import apply_patch
 
         old = self.get(res, namespace, name)
         patched = apply_patch(content_type, clone(old), body)

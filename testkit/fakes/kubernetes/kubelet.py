@@ -47,12 +47,24 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.fakes.k8s.ids import hex_token
-from tests.fakes.k8s.recorder import EventRecorder
-from tests.fakes.k8s.resources import BY_PATH
-from tests.fakes.k8s.scheduler import Node, default_nodes, find_node, pod_requests
-from tests.fakes.k8s.selectors import parse_label_selector
-from tests.fakes.k8s.store import PODS, TERMINAL, Store, WatchEvent, clone, now_iso
+from testkit.fakes.kubernetes.ids import hex_token
+from testkit.fakes.kubernetes.recorder import EventRecorder
+from testkit.fakes.kubernetes.resources import BY_PATH
+from testkit.fakes.kubernetes.scheduler import (
+    Node,
+    default_nodes,
+    find_node,
+    pod_requests,
+)
+from testkit.fakes.kubernetes.selectors import parse_label_selector
+from testkit.fakes.kubernetes.store import (
+    PODS,
+    TERMINAL,
+    Store,
+    WatchEvent,
+    clone,
+    now_iso,
+)
 
 log = logging.getLogger(__name__)
 

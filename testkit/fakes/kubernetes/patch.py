@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from tests.fakes.k8s.status import ApiError
+from testkit.fakes.kubernetes.status import ApiError
 
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from tests.fakes.k8s.quantity import parse_quantity
+from testkit.fakes.kubernetes.quantity import parse_quantity
 
 
 @dataclass

@@ -18,7 +18,7 @@ import pytest
 from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
-from tests.fakes.k8s import ExecResult, FakeKubeAPI, SimulatedKubelet
+from testkit.fakes.kubernetes import ExecResult, FakeKubeAPI, SimulatedKubelet
 
 
 async def _chatty(pod: dict[str, Any], log: Callable[[str], None]) -> ExecResult:

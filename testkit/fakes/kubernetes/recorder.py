@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.fakes.k8s.ids import hex_token
-from tests.fakes.k8s.resources import BY_PATH
-from tests.fakes.k8s.status import ApiError
-from tests.fakes.k8s.store import Store, now_iso
+from testkit.fakes.kubernetes.ids import hex_token
+from testkit.fakes.kubernetes.resources import BY_PATH
+from testkit.fakes.kubernetes.status import ApiError
+from testkit.fakes.kubernetes.store import Store, now_iso
 
 EVENTS = BY_PATH[("", "v1", "events")]
 

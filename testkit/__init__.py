@@ -1,0 +1,11 @@
+"""Testkit room: what the tests and the benchmarks share, shipped so that ``bench/`` never
+imports ``tests/``.
+
+- ``testkit.fakes``: **fakes** of boundaries we cannot reach here, faithful at the protocol
+  level (a Kubernetes API server with a simulated kubelet, a vLLM OpenAI-compatible server);
+- ``testkit.redteam``: the sandbox attack suite (attacks, the canaries, the judge);
+- ``testkit.tasks``: tiny hand-made task dirs the real runner scores;
+- ``testkit.models``: a tiny random Llama and BPE tokenizer (fast, no download).
+
+Sits above ``training`` and ``environments`` (it drives them); no product room imports it.
+"""
