@@ -28,7 +28,6 @@ from typing import Any
 import orjson
 from fastapi import FastAPI, Request
 from starlette.responses import Response
-from starlette.routing import Route
 
 from environments.runner.finish import FINISH_KEY_HEADER
 from openforge.settings import get_settings
@@ -42,6 +41,7 @@ from training.proxy.budget import (
     with_max_tokens,
 )
 from training.proxy.errors import Api, ProxyError, error_response
+from training.proxy.fast_path import ProxyApp, header_token
 from training.proxy.images import (
     BlobStore,
     ImageError,
@@ -72,13 +72,6 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
 _SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
-
-
-def _header_token(request: Request) -> str | None:
-    auth = request.headers.get("authorization", "")
-    if auth.lower().startswith("bearer "):
-        return auth[7:].strip() or None
-    return request.headers.get("x-api-key") or None
 
 
 async def _read_json(request: Request, limit: int) -> dict[str, Any]:
@@ -186,8 +179,8 @@ def create_app(engine: ChatEngine, *, db_url: str | None = None, admin_key: str 
             elif callable(release := getattr(engine, "release_loop", None)):
                 await release()  # pools bound to this server's event loop die with it
 
-    app = FastAPI(title="OpenForge recording proxy", lifespan=lifespan, docs_url=None, redoc_url=None,
-                  openapi_url=None)
+    app = ProxyApp(title="OpenForge recording proxy", lifespan=lifespan, docs_url=None, redoc_url=None,
+                   openapi_url=None)
     app.state.admin_key = key
     app.state.recorder = recorder
     app.state.engine = engine
@@ -329,11 +322,11 @@ def create_app(engine: ChatEngine, *, db_url: str | None = None, admin_key: str 
         ("GET", "models", models),
     ]
     for method, suffix, handler in routes:
-        _add_model_route(app, method, suffix, handler)
+        app.add_model_route(method, suffix, handler)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def check_admin(request: Request) -> None:
-        given = _header_token(request) or ""
+        given = header_token(request) or ""
         if not hmac.compare_digest(given.encode(), key.encode()):
             raise ProxyError(401, "admin key required (Authorization: Bearer <admin key>)")
 
@@ -448,16 +441,3 @@ def _timed(response: Response, timing: tuple[float, float], t_start: float) -> R
                                          f"proxy;dur={total - engine_ms:.3f}")
     return response
 
-
-def _add_model_route(app: FastAPI, method: str, suffix: str,
-                     handler: Callable[[Request, str | None], Awaitable[Response]]) -> None:
-    """Plain Starlette routes (no FastAPI dependency solving on the hot path)."""
-
-    async def by_path(request: Request) -> Response:
-        return await handler(request, request.path_params["token"])
-
-    async def by_header(request: Request) -> Response:
-        return await handler(request, _header_token(request))
-
-    app.router.routes.append(Route(f"/rollouts/{{token}}/v1/{suffix}", by_path, methods=[method]))
-    app.router.routes.append(Route(f"/v1/{suffix}", by_header, methods=[method]))

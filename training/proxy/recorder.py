@@ -37,7 +37,9 @@ from storage.db import make_engine
 from storage.migrate import upgrade
 from storage.models import ModelCall, Rollout, RolloutStatus
 from training.proxy.budget import BudgetLedger, GenerationBudget, generated_tokens
+from training.proxy.checkpoint import WalCheckpointer, no_autocheckpoint
 from training.proxy.errors import ProxyError
+from training.proxy.rows import CallRows
 
 log = logging.getLogger(__name__)
 
@@ -157,6 +159,11 @@ class Recorder:
         self.logs_dir = logs_dir
         self._migrate = migrate
         self._db = make_engine(db_url)
+        self._rows = CallRows(self._db.dialect)
+        #: The writer thread's own connection, held across batches (a pool checkout and
+        #: reset per batch cost more than a small batch's rows); dropped after an error.
+        self._write_conn: Connection | None = None
+        self._checkpointer = WalCheckpointer(self._db) if self._db.dialect.name == "sqlite" else None
         self._by_sha: dict[str, RolloutState] = {}
         self._pending: list[_Op] = []
         self._wake: asyncio.Event | None = None
@@ -173,6 +180,8 @@ class Recorder:
         # One dedicated writer thread: stays warm, and writes never queue behind reads.
         self._write_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="openforge-proxy-writer")
         self._writer = asyncio.create_task(self._run_writer(), name="openforge-proxy-writer")
+        if self._checkpointer is not None:
+            self._checkpointer.start()
 
     async def stop(self) -> None:
         self._closing = True
@@ -182,8 +191,11 @@ class Recorder:
             await self._writer
             self._writer = None
         if self._write_pool is not None:
+            await asyncio.get_running_loop().run_in_executor(self._write_pool, self._drop_write_conn)
             self._write_pool.shutdown(wait=True)
             self._write_pool = None
+        if self._checkpointer is not None:
+            await self._checkpointer.stop()
         await asyncio.to_thread(self._db.dispose)
 
     # -- writer --------------------------------------------------------------------------
@@ -206,6 +218,8 @@ class Recorder:
                 continue
             batch, self._pending = self._pending, []
             await self._write(batch)
+            if self._checkpointer is not None:
+                self._checkpointer.wrote()
 
     async def _write(self, batch: list[_Op]) -> None:
         try:
@@ -227,42 +241,58 @@ class Recorder:
                 op.future.set_result(result)
 
     def _apply(self, batch: list[_Op]) -> list[Any]:
-        """Apply ops in order in one transaction (runs in a worker thread).
+        """Apply ops in order in one transaction (runs in the writer thread).
 
-        SQLAlchemy Core, not the ORM: the ORM's unit of work cost ~2.5 ms of CPU per call here,
-        Core about half; runs of consecutive calls go out as one executemany.
+        SQLAlchemy Core for the rare ops; runs of consecutive calls go out as one
+        precompiled executemany (training/proxy/rows.py: Core's per-statement work was most
+        of a small call's recording cost).
         """
-        with self._db.begin() as conn:
-            i = 0
-            while i < len(batch):
-                op = batch[i]
-                if op.kind == "insert_call":
-                    j = i
-                    while j < len(batch) and batch[j].kind == "insert_call":
-                        j += 1
-                    self._insert_calls(conn, [o.data for o in batch[i:j]])
-                    i = j
-                    continue
-                if op.kind == "insert_rollout":
-                    conn.execute(_ROLLOUTS.insert(), [op.data])
-                elif op.kind == "finish":
-                    self._apply_finish(conn, op.data)
-                elif op.kind == "meta":
-                    self._apply_meta(conn, op.data)
-                i += 1
+        if self._write_conn is None:
+            self._write_conn = self._db.connect()
+            no_autocheckpoint(self._write_conn)  # checkpoints run beside the writer (training/proxy/checkpoint.py)
+        conn = self._write_conn
+        try:
+            with conn.begin():
+                i = 0
+                while i < len(batch):
+                    op = batch[i]
+                    if op.kind == "insert_call":
+                        j = i
+                        while j < len(batch) and batch[j].kind == "insert_call":
+                            j += 1
+                        self._insert_calls(conn, [o.data for o in batch[i:j]])
+                        i = j
+                        continue
+                    if op.kind == "insert_rollout":
+                        conn.execute(_ROLLOUTS.insert(), [op.data])
+                    elif op.kind == "finish":
+                        self._apply_finish(conn, op.data)
+                    elif op.kind == "meta":
+                        self._apply_meta(conn, op.data)
+                    i += 1
+        except Exception:
+            self._drop_write_conn()  # a broken connection is not reused; the retry gets a fresh one
+            raise
         return [None] * len(batch)
 
-    @staticmethod
-    def _insert_calls(conn: Connection, ops: list[dict[str, Any]]) -> None:
-        conn.execute(_CALLS.insert(), [o["row"] for o in ops])
-        per_rollout: dict[str, dict[str, Any]] = {}
+    def _drop_write_conn(self) -> None:
+        conn, self._write_conn = self._write_conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:  # it is being thrown away
+                log.debug("closing the writer's connection failed", exc_info=True)
+
+    def _insert_calls(self, conn: Connection, ops: list[dict[str, Any]]) -> None:
+        self._rows.insert(conn, [o["row"] for o in ops])
+        counts: dict[str, int] = {}
         for o in ops:
-            values = per_rollout.setdefault(o["row"]["rollout_id"], {"n_calls": 0})
-            values["n_calls"] = max(values["n_calls"], o["n_calls"])
+            rollout_id = o["row"]["rollout_id"]
+            counts[rollout_id] = max(counts.get(rollout_id, 0), o["n_calls"])
             if o.get("engine_error"):
-                values.update(status=RolloutStatus.infra_error.value, error_kind="engine_error", error=o["row"].get("error"))
-        for rollout_id, values in per_rollout.items():
-            conn.execute(update(_ROLLOUTS).where(_ROLLOUTS.c.id == rollout_id).values(**values))
+                conn.execute(update(_ROLLOUTS).where(_ROLLOUTS.c.id == rollout_id).values(
+                    status=RolloutStatus.infra_error.value, error_kind="engine_error", error=o["row"].get("error")))
+        self._rows.set_counts(conn, counts)
 
     @staticmethod
     def _apply_meta(conn: Connection, data: dict[str, Any]) -> None:

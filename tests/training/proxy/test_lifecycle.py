@@ -10,10 +10,10 @@ import httpx
 import openai
 import pytest
 
+from environments.runner.finish import FINISH_KEY_HEADER
 from storage.db import make_engine, session_scope
 from storage.models import Rollout
 from testkit.fakes.vllm import FakeReply, FakeVLLM
-from environments.runner.finish import FINISH_KEY_HEADER
 from training.engines.openai_compat import OpenAICompatEngine
 from training.proxy.client import ProxyAdminClient, ProxyClientError, Registration
 from training.proxy.recorder import token_sha256

@@ -1,0 +1,145 @@
+"""The recorder's fast write path (issue 18): precompiled rows, WAL checkpoints beside the
+writer, and model routes dispatched before the framework's stack.
+
+- rows written by ``training.proxy.rows.CallRows`` read back through SQLAlchemy exactly as rows
+  written by Core (JSON ``null`` for ``None``, timestamps, floats) on SQLite and PostgreSQL;
+- the writer's connection never checkpoints inside a commit, and the background checkpointer
+  keeps the WAL short;
+- model routes answer the same as through FastAPI's router (token in the path or in a header,
+  405 for another method, 404 for another suffix).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import select
+
+from storage.db import make_engine
+from storage.migrate import upgrade
+from storage.models import ModelCall, Rollout
+from testkit.fakes.vllm import FakeVLLM
+from tests.storage.conftest import db_url  # noqa: F401 - the sqlite/postgres parametrized fixture
+from training.proxy.client import ProxyAdminClient
+from training.proxy.recorder import CallRecord, Recorder
+from training.proxy.rows import CallRows
+
+_CALLS = ModelCall.__table__
+
+
+def _row(index: int, **over: Any) -> dict[str, Any]:
+    """A full row; its content depends on ``index % 2`` only (rows 0/2 and 1/3 hold the same)."""
+    k = index % 2
+    row: dict[str, Any] = {
+        "rollout_id": "r1", "index": index, "api": "chat", "model": "m",
+        "request": {"messages": [{"role": "user", "content": f"q{k} ünïcode \u2028"}], "n": 1.5, "t": True},
+        "response": {"choices": [{"message": {"content": "a"}}]}, "side_file": None, "base_index": None,
+        "delta": None, "prompt_token_ids": [1, 2, k], "response_token_ids": [k],
+        "response_logprobs": [-0.25], "finish_reason": "stop", "usage": {"completion_tokens": 1}, "latency_ms": 1.25,
+        "policy_version": 3, "status": "ok", "error": None, "created_at": datetime(2026, 1, 2, 3, 4, 5, 678901, UTC),
+    }
+    row.update(over)
+    return row
+
+
+def _read(engine: Any) -> list[dict[str, Any]]:
+    with engine.connect() as conn:
+        rows = conn.execute(select(_CALLS).order_by(_CALLS.c.index)).mappings().all()
+    return [{k: v for k, v in r.items() if k != "id"} for r in rows]
+
+
+def test_call_rows_read_back_as_core_wrote_them(db_url: str) -> None:  # noqa: F811
+    engine = make_engine(db_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(Rollout.__table__.insert(), [{"id": "r1", "token_sha256": "s", "status": "running",
+                                                       "role": "train", "metadata": {}}])
+        core = [_row(0), _row(1, response=None, prompt_token_ids=None, usage=None, status="error", error="boom")]
+        fast = [_row(2), _row(3, response=None, prompt_token_ids=None, usage=None, status="error", error="boom")]
+        with engine.begin() as conn:
+            conn.execute(_CALLS.insert(), core)
+        rows = CallRows(engine.dialect)
+        with engine.begin() as conn:
+            rows.insert(conn, fast)
+            rows.set_counts(conn, {"r1": 4})
+        read = _read(engine)
+        for a, b in ((read[0], read[2]), (read[1], read[3])):
+            assert {**a, "index": None} == {**b, "index": None}
+        assert read[2]["request"] == fast[0]["request"] and read[3]["response"] is None
+        with engine.connect() as conn:
+            assert conn.execute(select(Rollout.n_calls)).scalar() == 4
+            if engine.dialect.name == "sqlite":  # None in a JSON column is JSON null, as Core stores it
+                raw = conn.exec_driver_sql("SELECT response, typeof(response) FROM model_calls "
+                                           "ORDER BY \"index\"").all()
+                assert raw[1] == raw[3] == ("null", "text")
+    finally:
+        engine.dispose()
+
+
+async def test_writer_checkpoints_beside_commits(sqlite_url: str) -> None:
+    upgrade(sqlite_url)
+    rec = Recorder(sqlite_url, migrate=False)
+    rec._checkpointer.interval_s = 0.05  # type: ignore[union-attr]
+    await rec.start()
+    wal = Path(sqlite_url.removeprefix("sqlite:///") + "-wal")
+    try:
+        state, _ = await rec.register(task_id="t")
+        big = "x" * 200_000
+        await asyncio.gather(*(rec.record(state, CallRecord(api="chat", model="m", request={"big": f"{i}{big}"},
+                                                            response={}, prompt_token_ids=[i]))
+                               for i in range(30)))
+        conn = rec._write_conn
+        assert conn is not None
+        assert conn.connection.driver_connection.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
+        # 30 x 200 KB went into the WAL with automatic checkpoints off; the checkpointer copies
+        # them into the database file beside the writer (without it the file would stay small).
+        db_file = Path(sqlite_url.removeprefix("sqlite:///"))
+        for _ in range(200):
+            if db_file.stat().st_size > 30 * 200_000:
+                break
+            await asyncio.sleep(0.05)
+        assert db_file.stat().st_size > 30 * 200_000
+        assert [c["index"] for c in await rec.calls(state.rollout_id)] == list(range(30))
+    finally:
+        await rec.stop()
+    assert not wal.exists() or wal.stat().st_size < 50 * 200_000
+
+
+async def test_model_routes_by_path_by_header_and_fallbacks(fake_vllm: FakeVLLM, admin: ProxyAdminClient) -> None:
+    reg = await admin.register(task_id="t")
+    base = reg.base_url.split("/rollouts/")[0]
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    async with httpx.AsyncClient(timeout=30) as http:
+        by_path = await http.post(f"{reg.base_url}/chat/completions", json=body)
+        by_header = await http.post(f"{base}/v1/chat/completions", json=body,
+                                    headers={"authorization": f"Bearer {reg.token}"})
+        by_key = await http.post(f"{base}/v1/messages", json={**body, "max_tokens": 8},
+                                 headers={"x-api-key": reg.token})
+        wrong_method = await http.get(f"{reg.base_url}/chat/completions")
+        unknown = await http.post(f"{reg.base_url}/chat/completion", json=body)
+        no_token = await http.post(f"{base}/v1/chat/completions", json=body)
+    assert by_path.status_code == by_header.status_code == by_key.status_code == 200
+    assert "server-timing" in by_path.headers
+    assert by_key.json()["type"] == "message"
+    assert (wrong_method.status_code, unknown.status_code) == (405, 404)
+    assert no_token.status_code == 401 and no_token.json()["error"]["type"]
+    assert [c["api"] for c in await admin.calls(reg.rollout_id)] == ["chat", "chat", "messages"]
+
+
+@pytest.mark.parametrize("path", ["/rollouts//v1/chat/completions", "/rollouts/tok/v2/chat/completions"])
+def test_fast_path_leaves_other_paths_to_the_router(path: str) -> None:
+    from training.proxy.fast_path import ProxyApp
+
+    app = ProxyApp()
+
+    async def handler(request: Any, token: str | None) -> Any:
+        raise AssertionError("not a model route")
+
+    app.add_model_route("POST", "chat/completions", handler)
+    assert app._match({"type": "http", "method": "POST", "path": path}) is None
+    assert app._match({"type": "http", "method": "POST", "path": "/rollouts/tok/v1/chat/completions"})[1] == "tok"
