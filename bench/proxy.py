@@ -13,7 +13,14 @@ project's .venv. Usage::
     .venv/bin/python bench/proxy.py [--duration 5] [--concurrency 64] [--n-latency 200] [--skip-peers]
 
 Every server runs as its own process; the load generator is this process (aiohttp + uvloop:
-an httpx load generator was itself the bottleneck, at ~3 ms of CPU per call here).
+an httpx load generator was itself the bottleneck, at ~3 ms of CPU per call here). It shares
+the machine's cores with the servers, so the report gives its CPU (cores) beside the proxy's
+and says whether the box was full. Where ``wrk`` is installed (Debian: ``apt-get install
+wrk``) every small-request target is measured a second time by wrk (C, far cheaper per call):
+p50 of one connection and req/s at ``--concurrency``, with wrk's own CPU. Each target runs
+``--repeat`` times (median [min-max]); ``--baseline-tree`` measures another checkout (a git
+worktree of the previous commit) in the same run, and ``--procs N`` adds N proxy processes
+on one SQLite DB (rollouts spread over them; the single-process figure stays the headline).
 """
 
 from __future__ import annotations
@@ -160,6 +167,8 @@ def ensure_peer_venv(venv: Path) -> Path:
 # -- load ----------------------------------------------------------------------------------------
 @dataclass
 class Result:
+    """One target on the small request: medians over ``--repeat`` runs, each run's figures kept."""
+
     name: str
     p50_ms: float = float("nan")
     p99_ms: float = float("nan")
@@ -168,6 +177,12 @@ class Result:
     cpu_ms: float = float("nan")  # server CPU time per completed request (load-independent)
     records: str = ""
     notes: list[str] = field(default_factory=list)
+    p50_runs: list[float] = field(default_factory=list)
+    rps_runs: list[float] = field(default_factory=list)
+    #: CPU of the load generator (this process) during the throughput runs, in cores.
+    loadgen_cores: float = float("nan")
+    #: The same target driven by wrk (C): p50 at c=1, req/s at --concurrency, wrk's own CPU.
+    wrk: dict[str, Any] = field(default_factory=dict)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -191,42 +206,74 @@ def cpu_seconds(pid: int) -> float:
         return float("nan")
 
 
+def cpu_of(pids: list[int]) -> float:
+    return sum(cpu_seconds(p) for p in pids)
+
+
+@dataclass
+class TimingSink:
+    """``Server-Timing`` values of the answers received while ``on``."""
+
+    on: bool = False
+    values: list[dict[str, float]] = field(default_factory=list)
+
+
 async def measure(name: str, make_call: Callable[[aiohttp.ClientSession, int], Awaitable[bool]], *, n_latency: int,
-                  duration: float, concurrency: int, pid: int | None = None) -> Result:
+                  duration: float, concurrency: int, pid: int | list[int] | None = None, repeat: int = 1,
+                  timings: TimingSink | None = None) -> Result:
+    """``repeat`` runs of: ``n_latency`` sequential calls (p50/p99), then ``concurrency`` callers
+    for ``duration`` s (req/s, server CPU per call, this load generator's CPU)."""
     res = Result(name)
+    pids = [] if pid is None else [pid] if isinstance(pid, int) else pid
+    p99s: list[float] = []
+    cpus: list[float] = []
+    gen_cores: list[float] = []
     connector = aiohttp.TCPConnector(limit=concurrency + 8)
     async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=30)) as http:
         for i in range(20):  # warm-up
             await make_call(http, i)
-        lat: list[float] = []
-        for i in range(n_latency):
+        for _ in range(repeat):
+            lat: list[float] = []
+            if timings is not None:
+                timings.on = True
+            for i in range(n_latency):
+                t0 = time.perf_counter()
+                ok = await make_call(http, i)
+                lat.append((time.perf_counter() - t0) * 1000)
+                res.errors += 0 if ok else 1
+            if timings is not None:
+                timings.on = False
+            res.p50_runs.append(statistics.median(lat))
+            p99s.append(percentile(lat, 0.99))
+            done = 0
+            stop_at = time.perf_counter() + duration
+
+            async def worker(w: int, stop_at: float = stop_at) -> None:
+                nonlocal done
+                while time.perf_counter() < stop_at:
+                    if await make_call(http, w):
+                        done += 1
+                    else:
+                        res.errors += 1
+
             t0 = time.perf_counter()
-            ok = await make_call(http, i)
-            lat.append((time.perf_counter() - t0) * 1000)
-            res.errors += 0 if ok else 1
-        res.p50_ms, res.p99_ms = statistics.median(lat), percentile(lat, 0.99)
-        done = 0
-        stop_at = time.perf_counter() + duration
-
-        async def worker(w: int) -> None:
-            nonlocal done
-            while time.perf_counter() < stop_at:
-                if await make_call(http, w):
-                    done += 1
-                else:
-                    res.errors += 1
-
-        t0 = time.perf_counter()
-        cpu0 = cpu_seconds(pid) if pid else float("nan")
-        await asyncio.gather(*(worker(w) for w in range(concurrency)))
-        res.rps = done / (time.perf_counter() - t0)
-        if pid and done:
-            res.cpu_ms = (cpu_seconds(pid) - cpu0) * 1000 / done
+            cpu0 = cpu_of(pids) if pids else float("nan")
+            gen0 = time.process_time()
+            await asyncio.gather(*(worker(w) for w in range(concurrency)))
+            elapsed = time.perf_counter() - t0
+            gen_cores.append((time.process_time() - gen0) / elapsed)
+            res.rps_runs.append(done / elapsed)
+            if pids and done:
+                cpus.append((cpu_of(pids) - cpu0) * 1000 / done)
+    res.p50_ms, res.p99_ms = statistics.median(res.p50_runs), statistics.median(p99s)
+    res.rps = statistics.median(res.rps_runs)
+    res.cpu_ms = statistics.median(cpus) if cpus else float("nan")
+    res.loadgen_cores = statistics.median(gen_cores)
     return res
 
 
 def poster(url_for: Callable[[int], str], headers: dict[str, str] | None = None,
-           timings: list[dict[str, float]] | None = None) -> Callable[[aiohttp.ClientSession, int], Awaitable[bool]]:
+           timings: TimingSink | None = None) -> Callable[[aiohttp.ClientSession, int], Awaitable[bool]]:
     """A call to the target; with ``timings``, also collects its ``Server-Timing`` header."""
     payload = json.dumps(BODY).encode()
     hdrs = {"content-type": "application/json", **(headers or {})}
@@ -235,9 +282,9 @@ def poster(url_for: Callable[[int], str], headers: dict[str, str] | None = None,
         try:
             async with http.post(url_for(i), data=payload, headers=hdrs) as r:
                 await r.read()
-                if timings is not None and "server-timing" in r.headers:
-                    timings.append({part.split(";dur=")[0].strip(): float(part.split(";dur=")[1])
-                                    for part in r.headers["server-timing"].split(",")})
+                if timings is not None and timings.on and "server-timing" in r.headers:
+                    timings.values.append({part.split(";dur=")[0].strip(): float(part.split(";dur=")[1])
+                                           for part in r.headers["server-timing"].split(",")})
                 return r.status == 200
         except (TimeoutError, aiohttp.ClientError):
             return False
@@ -245,37 +292,111 @@ def poster(url_for: Callable[[int], str], headers: dict[str, str] | None = None,
     return call
 
 
+# -- a second load generator: wrk (C), where installed ---------------------------------------------
+_WRK_SCRIPT = """
+paths = {%s}
+headers = {%s}
+body = '%s'
+i = 0
+request = function()
+  i = i + 1
+  return wrk.format("POST", paths[(i %% #paths) + 1], headers, body)
+end
+"""
+
+
+async def wrk_measure(res: Result, groups: list[tuple[str, list[str]]], headers: dict[str, str] | None,
+                      workdir: Path, args: argparse.Namespace, pids: list[int]) -> None:
+    """The target again under wrk: p50 of one connection (sequential calls), req/s with
+    ``--concurrency`` connections; server CPU per call and wrk's own CPU (its children rusage).
+    ``groups``: (base URL, paths) per server process; one wrk per process, connections split."""
+    import resource
+    import shutil
+
+    if not args.wrk or shutil.which("wrk") is None:
+        return
+    hdrs = {"Content-Type": "application/json", **(headers or {})}
+    scripts = []
+    for k, (_, paths) in enumerate(groups):
+        script = workdir / f"wrk-{res.name.replace(' ', '-')}-{k}.lua"
+        script.write_text(_WRK_SCRIPT % (", ".join(f'"{p}"' for p in paths),
+                                         ", ".join(f'["{h}"] = "{v}"' for h, v in hdrs.items()), json.dumps(BODY)))
+        scripts.append(script)
+
+    async def wrk(k: int, conns: int) -> str:
+        cmd = ["wrk", "-t1", f"-c{conns}", f"-d{max(1, round(args.duration))}s", "--latency", "-s", str(scripts[k]),
+               groups[k][0]]
+        done = await asyncio.to_thread(subprocess.run, cmd, capture_output=True, text=True, check=True)
+        return done.stdout
+
+    p50s: list[float] = []
+    rpss: list[float] = []
+    cpus: list[float] = []
+    wrk_cores: list[float] = []
+    for _ in range(args.repeat):
+        p50s.append(_wrk_ms((await wrk(0, 1)).split(" 50%")[1].split()[0]))
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu0 = cpu_of(pids)
+        t0 = time.perf_counter()
+        outs = await asyncio.gather(*(wrk(k, max(1, args.concurrency // len(groups))) for k in range(len(groups))))
+        elapsed = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        rps = sum(float(out.split("Requests/sec:")[1].split()[0]) for out in outs)
+        rpss.append(rps)
+        cpus.append((cpu_of(pids) - cpu0) * 1000 / (rps * elapsed) if rps else float("nan"))
+        wrk_cores.append((after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) / elapsed)
+        for out in outs:
+            if "Non-2xx" in out or "Socket errors" in out:
+                res.notes.append("wrk: " + " ".join(line.strip() for line in out.splitlines()
+                                                   if "Non-2xx" in line or "Socket errors" in line))
+    res.wrk = {"p50_runs": p50s, "rps_runs": rpss, "cpu_ms": statistics.median(cpus),
+               "wrk_cores": statistics.median(wrk_cores)}
+
+
+def _wrk_ms(text: str) -> float:
+    for unit, scale in (("us", 1e-3), ("ms", 1.0), ("s", 1e3)):
+        if text.endswith(unit):
+            return float(text[: -len(unit)]) * scale
+    raise ValueError(f"wrk latency {text!r}")
+
+
 # -- targets -------------------------------------------------------------------------------------
-async def bench_openforge(engine_url: str, workdir: Path, args: argparse.Namespace) -> Result:
-    db = workdir / "openforge.db"
-    port = free_port()
-    proc = spawn("openforge", [sys.executable, "-m", "flows.cli", "proxy", "serve", "--engine", engine_url,
-                               "--port", str(port), "--db", f"sqlite:///{db}", "--admin-key", "bench",
-                               "--max-calls", "100000000"], workdir, env={"PYTHONPATH": str(ROOT)})
+async def bench_openforge(engine_url: str, workdir: Path, args: argparse.Namespace, *, name: str = "openforge proxy",
+                          root: Path = ROOT, procs: int = 1) -> Result:
+    """``procs`` proxy processes from the checkout ``root`` on one SQLite DB; rollout ``i`` is
+    served by process ``i % procs`` (a token binds a rollout to whichever process shares the DB)."""
+    slug = name.replace(" ", "-").replace("(", "").replace(")", "")
+    db_url = f"sqlite:///{workdir / (slug + '.db')}"
+    servers = []
     try:
-        await wait_http(f"http://127.0.0.1:{port}/healthz", proc)
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", headers={"authorization": "Bearer bench"}) as h:
-            regs = [(await h.post("/admin/rollouts", json={"task_id": f"bench-{i}"})).json()
-                    for i in range(args.concurrency)]
-        urls = [r["base_url"] + "/chat/completions" for r in regs]
-        timings: list[dict[str, float]] = []
-        res = await measure("openforge proxy", poster(lambda i: urls[i % len(urls)], timings=timings),
-                            n_latency=args.n_latency, duration=args.duration, concurrency=args.concurrency,
-                            pid=proc.popen.pid)
-        seq = timings[20:20 + args.n_latency]  # the sequential phase
-        if seq:
-            own = statistics.median(t["proxy"] for t in seq)
-            rec = statistics.median(t["record"] for t in seq)
-            res.notes.append(f"inside the proxy (Server-Timing, sequential phase): p50 {own:.2f} ms of its own time, "
-                             f"of which {rec:.2f} ms durable DB write")
+        for k in range(procs):
+            servers.append(await openforge_proxy(engine_url, workdir, f"{slug}-{k}", db_url=db_url, root=root))
+        first = servers[0][1]
+        regs = await register_rollouts(first, args.concurrency, slug)
+        owners = [servers[i % procs][1] for i in range(len(regs))]
+        urls = [owner + base[len(first):] + "/chat/completions" for owner, (base, _) in zip(owners, regs)]
+        timings = TimingSink()
+        pids = [proc.popen.pid for proc, _, _ in servers]
+        res = await measure(name, poster(lambda i: urls[i % len(urls)], timings=timings), n_latency=args.n_latency,
+                            duration=args.duration, concurrency=args.concurrency, pid=pids, repeat=args.repeat,
+                            timings=timings)
+        if timings.values:
+            own = statistics.median(t["proxy"] for t in timings.values)
+            rec = statistics.median(t["record"] for t in timings.values)
+            eng = statistics.median(t["engine"] for t in timings.values)
+            res.notes.append(f"inside the proxy (Server-Timing, sequential calls): p50 {own:.2f} ms of its own time, "
+                             f"of which {rec:.2f} ms durable DB write; the engine call {eng:.2f} ms")
+        groups = [(url, [u[len(url):] for u, o in zip(urls, owners) if o == url]) for _, url, _ in servers]
+        await wrk_measure(res, groups, None, workdir, args, pids)
         import sqlite3
 
-        with sqlite3.connect(db) as conn:
+        with sqlite3.connect(db_url.removeprefix("sqlite:///")) as conn:
             n = conn.execute("select count(*) from model_calls where prompt_token_ids is not null").fetchone()[0]
         res.records = f"{n} calls (SQLite, with token ids)"
         return res
     finally:
-        proc.stop()
+        for proc, _, _ in servers:
+            proc.stop()
 
 
 async def bench_litellm(engine_url: str, workdir: Path, args: argparse.Namespace, bin_dir: Path) -> Result:
@@ -300,7 +421,9 @@ async def bench_litellm(engine_url: str, workdir: Path, args: argparse.Namespace
         res = await measure("LiteLLM proxy", poster(lambda i: f"http://127.0.0.1:{port}/v1/chat/completions",
                                                     {"authorization": f"Bearer {key}"}),
                             n_latency=args.n_latency, duration=args.duration, concurrency=args.concurrency,
-                            pid=proc.popen.pid)
+                            pid=proc.popen.pid, repeat=args.repeat)
+        await wrk_measure(res, [(f"http://127.0.0.1:{port}", ["/v1/chat/completions"])],
+                          {"Authorization": f"Bearer {key}"}, workdir, args, [proc.popen.pid])
         res.records = "nothing (default config)"
         return res
     finally:
@@ -319,7 +442,10 @@ async def bench_rllm(engine_url: str, workdir: Path, args: argparse.Namespace, b
             sids = [(await h.post("/sessions", json={})).json()["session_id"] for _ in range(args.concurrency)]
         urls = [f"http://127.0.0.1:{port}/sessions/{sid}/v1/chat/completions" for sid in sids]
         res = await measure("rllm-model-gateway", poster(lambda i: urls[i % len(urls)]), n_latency=args.n_latency,
-                            duration=args.duration, concurrency=args.concurrency, pid=proc.popen.pid)
+                            duration=args.duration, concurrency=args.concurrency, pid=proc.popen.pid,
+                            repeat=args.repeat)
+        base = f"http://127.0.0.1:{port}"
+        await wrk_measure(res, [(base, [u[len(base):] for u in urls])], None, workdir, args, [proc.popen.pid])
         res.records = "traces (SQLite)"
         return res
     finally:
@@ -445,12 +571,12 @@ def summarize(target: str, w: Any, slow: dict[str, Any], fast: dict[str, Any] | 
 
 
 async def openforge_proxy(engine_url: str, workdir: Path, name: str, *, full: bool = False,
-                          db_url: str | None = None) -> tuple[Proc, str, str]:
+                          db_url: str | None = None, root: Path = ROOT) -> tuple[Proc, str, str]:
     db_url = db_url or f"sqlite:///{workdir / (name + '.db')}"
     port = free_port()
     cmd = [sys.executable, "-m", "flows.cli", "proxy", "serve", "--engine", engine_url, "--port", str(port),
            "--db", db_url, "--admin-key", "bench", "--max-calls", "100000000"]
-    proc = spawn(name, cmd + (["--full-storage"] if full else []), workdir, env={"PYTHONPATH": str(ROOT)})
+    proc = spawn(name, cmd + (["--full-storage"] if full else []), workdir, env={"PYTHONPATH": str(root)})
     await wait_http(f"http://127.0.0.1:{port}/healthz", proc)
     return proc, f"http://127.0.0.1:{port}", db_url
 
@@ -705,29 +831,65 @@ def traj_report(results: list[TrajResult], args: argparse.Namespace) -> str:
 
 
 # -- report --------------------------------------------------------------------------------------
-def report(results: list[Result], direct: Result) -> str:
-    lines = [f"{'target':<20} {'p50 ms':>8} {'p99 ms':>8} {'+p50 ms':>8} {'+p99 ms':>8} {'req/s':>8} {'cpu ms/req':>10} {'errors':>6}  records",
-             "-" * 100]
+def _spread(values: list[float], fmt: str = "{:.2f}") -> str:
+    """``median [min–max]`` of the runs."""
+    if not values:
+        return "-"
+    return f"{fmt.format(statistics.median(values))} [{fmt.format(min(values))}-{fmt.format(max(values))}]"
+
+
+def report(results: list[Result], direct: Result, repeat: int, concurrency: int) -> str:
+    header = (f"{'target':<28} {'p50 ms':>8} {'+p50 ms (runs)':>24} {'+p99 ms':>8} {'req/s (runs)':>20} "
+              f"{'cpu ms/req':>10} {'gen cores':>9} {'errors':>6}  records")
+    title = (f"load generator: this process (aiohttp + uvloop), c={concurrency}; {repeat} runs per target, "
+             "median [min-max] of the runs")
+    lines = [title, header, "-" * 150]
     for r in [direct, *results]:
-        add50 = r.p50_ms - direct.p50_ms if r is not direct else 0.0
+        adds = [p - direct.p50_ms for p in r.p50_runs] if r is not direct else [0.0]
         add99 = r.p99_ms - direct.p99_ms if r is not direct else 0.0
-        lines.append(f"{r.name:<20} {r.p50_ms:8.2f} {r.p99_ms:8.2f} {add50:8.2f} {add99:8.2f} {r.rps:8.0f} "
-                     f"{r.cpu_ms:10.2f} {r.errors:6d}  {r.records}")
+        lines.append(f"{r.name:<28} {r.p50_ms:8.2f} {_spread(adds):>24} {add99:8.2f} {_spread(r.rps_runs, '{:.0f}'):>20} "
+                     f"{r.cpu_ms:10.2f} {r.loadgen_cores:9.2f} {r.errors:6d}  {r.records}")
+    with_wrk = [r for r in [direct, *results] if r.wrk]
+    if with_wrk:
+        dw = statistics.median(direct.wrk["p50_runs"]) if direct.wrk else float("nan")
+        header = (f"{'target':<28} {'p50 ms':>8} {'+p50 ms (runs)':>24} {'req/s (runs)':>20} "
+                  f"{'cpu ms/req':>10} {'wrk cores':>9}")
+        lines += ["", f"load generator: wrk (C, one thread); p50 of one connection, req/s with c={concurrency}",
+                  header, "-" * 110]
+        for r in with_wrk:
+            w = r.wrk
+            adds = [p - dw for p in w["p50_runs"]] if r is not direct else [0.0]
+            lines.append(f"{r.name:<28} {statistics.median(w['p50_runs']):8.2f} {_spread(adds):>24} "
+                         f"{_spread(w['rps_runs'], '{:.0f}'):>20} {w['cpu_ms']:10.2f} {w['wrk_cores']:9.2f}")
     ours = next((r for r in results if r.name == "openforge proxy"), None)
-    peers = [r for r in results if r is not ours and r.rps == r.rps]
-    if ours and peers:
+    if ours is None:
+        return "\n".join(lines)
+    lines.append("")
+    cores = os.cpu_count() or 1
+    proxy_cores = ours.rps * ours.cpu_ms / 1000
+    engine_cores = ours.rps * direct.cpu_ms / 1000
+    lines.append(f"CPU during openforge's throughput runs (aiohttp load): proxy {proxy_cores:.2f} cores, load generator "
+                 f"{ours.loadgen_cores:.2f}, mock engine ~{engine_cores:.2f}, of {cores}: the load generator "
+                 + ("bounds the figure (the box is full)" if proxy_cores + ours.loadgen_cores + engine_cores > 0.85 * cores
+                    else "leaves CPU idle"))
+    add = ours.p50_ms - direct.p50_ms
+    lines.append(f"target +p50 < 1 ms (single process, aiohttp load): {add:.2f} ms -> {'met' if add < 1 else 'NOT met'}")
+    lines.append(f"target >= 1000 req/s at c={concurrency} (single process, aiohttp load): "
+                 f"{ours.rps:.0f} -> {'met' if ours.rps >= 1000 else 'NOT met'}")
+    if ours.wrk and direct.wrk:
+        wadd = statistics.median(ours.wrk["p50_runs"]) - statistics.median(direct.wrk["p50_runs"])
+        wrps = statistics.median(ours.wrk["rps_runs"])
+        lines.append(f"the same under wrk: +p50 {wadd:.2f} ms -> {'met' if wadd < 1 else 'NOT met'}; {wrps:.0f} req/s -> "
+                     f"{'met' if wrps >= 1000 else 'NOT met'}")
+    peers = [r for r in results if r.name in ("rllm-model-gateway", "LiteLLM proxy") and r.rps == r.rps]
+    if peers:
         best = max(peers, key=lambda r: r.rps)
-        lines.append("")
         lines.append(f"throughput: openforge / best peer ({best.name}) = {ours.rps / best.rps:.2f}x (target >= 2x)")
         for p in peers:
             ours_add, peer_add = ours.p50_ms - direct.p50_ms, p.p50_ms - direct.p50_ms
             ratio = peer_add / ours_add if ours_add > 0 else float("inf")
-            lines.append(f"added p50: openforge {ours_add:.2f} ms vs {p.name} {peer_add:.2f} ms "
-                         f"({ratio:.1f}x less); throughput {ours.rps / p.rps:.2f}x")
-        for p in peers:
-            lines.append(f"server CPU per call: openforge {ours.cpu_ms:.2f} ms vs {p.name} {p.cpu_ms:.2f} ms "
-                         f"({p.cpu_ms / ours.cpu_ms:.1f}x less)")
-        lines.append(f"p50 overhead target < 1 ms: {'met' if ours.p50_ms - direct.p50_ms < 1 else 'NOT met'}")
+            lines.append(f"added p50: openforge {ours_add:.2f} ms vs {p.name} {peer_add:.2f} ms ({ratio:.1f}x less); "
+                         f"throughput {ours.rps / p.rps:.2f}x; server CPU per call {ours.cpu_ms:.2f} vs {p.cpu_ms:.2f} ms")
     return "\n".join(lines)
 
 
@@ -750,11 +912,21 @@ async def main(args: argparse.Namespace) -> int:
         await wait_http(f"{engine_url}/models", engine)
         direct = await measure("direct (engine)", poster(lambda i: f"{engine_url}/chat/completions"),
                                n_latency=args.n_latency, duration=args.duration, concurrency=args.concurrency,
-                               pid=engine.popen.pid)
+                               pid=engine.popen.pid, repeat=args.repeat)
+        await wrk_measure(direct, [(f"http://127.0.0.1:{engine_port}", ["/v1/chat/completions"])], None, workdir, args,
+                          [engine.popen.pid])
         direct.records = "-"
         print(f"direct done ({time.monotonic() - t_start:.0f}s)", flush=True)
         results.append(await bench_openforge(engine_url, workdir, args))
         print(f"openforge done ({time.monotonic() - t_start:.0f}s)", flush=True)
+        if args.baseline_tree:
+            results.append(await bench_openforge(engine_url, workdir, args, name="openforge (baseline tree)",
+                                                 root=args.baseline_tree.resolve()))
+            print(f"baseline tree done ({time.monotonic() - t_start:.0f}s)", flush=True)
+        if args.procs > 1:
+            results.append(await bench_openforge(engine_url, workdir, args, name=f"openforge x{args.procs} processes",
+                                                 procs=args.procs))
+            print(f"{args.procs} processes done ({time.monotonic() - t_start:.0f}s)", flush=True)
         if bin_dir is not None:
             for fn in (bench_rllm, bench_litellm):
                 try:
@@ -777,7 +949,7 @@ async def main(args: argparse.Namespace) -> int:
         engine.stop()
     print(f"\nconcurrency {args.concurrency}, {args.duration:.0f}s per throughput run, {args.n_latency} sequential "
           f"calls for latency, {os.cpu_count()} CPUs; logs in {workdir}\n")
-    print(report(results, direct))
+    print(report(results, direct, args.repeat, args.concurrency))
     for r in results:
         for note in r.notes:
             print(f"note ({r.name}): {note}")
@@ -810,6 +982,12 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--pg-url", default=os.environ.get("OPENFORGE_BENCH_PG_URL"),
                    help="PostgreSQL for the 1 -> 4 process figure (its tables are dropped; default $OPENFORGE_BENCH_PG_URL)")
     p.add_argument("--streams", type=int, default=1000, help="concurrent streamed connections held, then SIGKILL (0: skip)")
+    p.add_argument("--repeat", type=int, default=3, help="runs per target on the small request (median [min-max])")
+    p.add_argument("--no-wrk", dest="wrk", action="store_false", help="skip the second measurement with wrk")
+    p.add_argument("--procs", type=int, default=2,
+                   help="also N proxy processes on one SQLite DB, rollouts spread over them (<= 1: skip)")
+    p.add_argument("--baseline-tree", type=Path,
+                   help="another checkout (e.g. a git worktree of the previous commit) measured as a second proxy")
     return p.parse_args()
 
 
