@@ -70,3 +70,5 @@ class PipelineParams(BaseModel):
     eval_samples: int = Field(4, ge=1, description="Rollouts per held-out task and checkpoint.")
     seed: int = Field(7, description="Procedural synthesis seed.")
     overrides: dict[str, Any] = Field(default_factory=dict, description="Dotted preset overrides.")
+    fresh: bool = Field(False, description="Run every stage again instead of reusing results cached by an "
+                        "earlier run with the same inputs (the new results replace them).")

@@ -24,6 +24,9 @@ from flows.learning import publish_evaluation, rl_step_rows
 from flows.params import PipelineParams, SynthesizeParams
 from flows.progress import stage
 from flows.synthesize import synthesize_flow
+from openforge.presets import load_preset
+from tasks import budgets
+from tasks.cache import in_data_dir, noting_reuse, refreshing, results_dir
 from tasks.training import distill_task, evaluate_task, rl_task, sft_task
 
 STAGES = ("synthesize RL tasks", "synthesize SFT tasks", "distill + SFT, evaluate base alongside",
@@ -59,48 +62,67 @@ def step_up(before, after) -> dict:  # noqa: ANN001 - EvalReport (loads torch)
 
 @flow(name="pipeline")
 async def pipeline_flow(params: PipelineParams = PipelineParams()) -> dict:
-    """The whole chain on one preset. Returns before/after metrics and artifact paths."""
+    """The whole chain on one preset. Returns before/after metrics and artifact paths.
+
+    Resumable: every stage's result is cached under the data dir by the content of its inputs
+    (docs/resume.md), so a re-run starts at the first stage whose inputs changed;
+    ``params.fresh`` runs every stage again."""
+    with refreshing(params.fresh), noting_reuse() as reused:
+        return await _pipeline(params, reused)
+
+
+async def _pipeline(params: PipelineParams, reused: list[str]) -> dict:
     t0 = time.perf_counter()
     n = len(STAGES)
+    preset = load_preset(params.preset, params.overrides)
     families = [params.family] if params.family else None
+    # its synthesis task's cached report goes to the data dir; the subflow's own return is not kept
+    synthesize = synthesize_flow.with_options(result_storage=results_dir(), persist_result=False)
     stage(STAGES[0], 1, n)
-    rl_syn = await synthesize_flow(SynthesizeParams(domain="claw", n=params.n_rl_tasks + params.eval_tasks,
-                                                    purpose="rl", seed=params.seed, families=families))
+    rl_syn = await synthesize(SynthesizeParams(domain="claw", n=params.n_rl_tasks + params.eval_tasks,
+                                               purpose="rl", seed=params.seed, families=families))
     rl_dirs = sorted(rl_syn["verified_dirs"])
     if len(rl_dirs) < params.n_rl_tasks + params.eval_tasks:
         raise RuntimeError(f"synthesis verified only {len(rl_dirs)} RL tasks of {params.n_rl_tasks + params.eval_tasks}")
     eval_dirs, train_dirs = rl_dirs[: params.eval_tasks], rl_dirs[params.eval_tasks:]
     stage(STAGES[1], 2, n)
-    sft_syn = await synthesize_flow(SynthesizeParams(domain="claw", n=params.n_sft_tasks, purpose="sft",
-                                                     seed=params.seed + 1, families=families))
+    sft_syn = await synthesize(SynthesizeParams(domain="claw", n=params.n_sft_tasks, purpose="sft",
+                                                seed=params.seed + 1, families=families))
+    sft_dirs = sorted(sft_syn["verified_dirs"])
+    evaluate = in_data_dir(evaluate_task, budgets.evaluate_s(preset, len(eval_dirs), params.eval_samples, 1))
+
+    def evaluation(checkpoint: str | None, label: str) -> asyncio.Future:
+        return asyncio.ensure_future(evaluate(params.preset, params.overrides, eval_dirs, checkpoint, label, ["react"], 1,
+                                              params.eval_samples))
+
     # Stages that share no inputs run side by side: a rollout-bound evaluation leaves most of
     # a core idle (its engine waits on harness processes), which distillation + SFT, and
     # later GRPO, use. Each evaluation has its own engine; results do not depend on timing.
     stage(STAGES[2], 3, n)
-    base_eval = asyncio.ensure_future(evaluate_task(params.preset, params.overrides, eval_dirs, None, "base",
-                                                    ["react"], 1, params.eval_samples))
+    base_eval = evaluation(None, "base")
     try:
-        distilled = await distill_task(params.preset, params.overrides, sorted(sft_syn["verified_dirs"]),
-                                       params.teacher, None)
+        distill = in_data_dir(distill_task, budgets.distill_s(preset, len(sft_dirs), None))
+        distilled = await distill(params.preset, params.overrides, sft_dirs, params.teacher, None)
         # a blocking task: in the task runner's thread, so the event loop keeps the evaluation going
-        sft = await asyncio.to_thread(sft_task.submit(params.preset, params.overrides, distilled.parquet, None).result)
+        # (no ceiling: in-process computation, which a thread's timeout could not interrupt; tasks/budgets.py)
+        sft_run = in_data_dir(sft_task)
+        sft = await asyncio.to_thread(sft_run.submit(params.preset, params.overrides, distilled.parquet, None).result)
         evals = {"base": await base_eval}
     finally:
         await _settle(base_eval)
     stage(STAGES[3], 4, n)
-    sft_eval = asyncio.ensure_future(evaluate_task(params.preset, params.overrides, eval_dirs, sft.checkpoint, "sft",
-                                                   ["react"], 1, params.eval_samples))
+    sft_eval = evaluation(sft.checkpoint, "sft")
     try:
-        rl = (await rl_task(params.preset, params.overrides, train_dirs, sft.checkpoint, params.rl_steps)
-              if params.rl_steps != 0 else None)
+        rl = None
+        if params.rl_steps != 0:
+            grpo = in_data_dir(rl_task, budgets.rl_s(preset, params.rl_steps))
+            rl = await grpo(params.preset, params.overrides, train_dirs, sft.checkpoint, params.rl_steps)
         evals["sft"] = await sft_eval
     finally:
         await _settle(sft_eval)
     stage(STAGES[4], 5, n)
-    final_ckpt = rl.checkpoint if rl else sft.checkpoint
-    evals["sft+rl"] = await evaluate_task(params.preset, params.overrides, eval_dirs, final_ckpt, "sft+rl", ["react"], 1,
-                                          params.eval_samples)
-    evaluation = await publish_evaluation(list(evals.values()))
+    evals["sft+rl"] = await evaluation(rl.checkpoint if rl else sft.checkpoint, "sft+rl")
+    report = await publish_evaluation(list(evals.values()))
     stages = [
         _stage_row("base", evals["base"], None, None, "the starting policy"),
         _stage_row("sft", evals["sft"], sft.updates, sft.examples_trained,
@@ -124,11 +146,12 @@ async def pipeline_flow(params: PipelineParams = PipelineParams()) -> dict:
         "stages": stages,
         "eval_mean_reward": {label: e.mean_reward for label, e in evals.items()},
         "eval_stderr": {label: e.stderr for label, e in evals.items()},
-        "radar_png": evaluation["radar_png"],
+        "radar_png": report["radar_png"],
+        "reused": reused,
     }
     await publish_table("pipeline-summary", stages, "Held-out reward per stage (mean ± SE over n rollouts), updates")
     await publish_markdown("pipeline-report", "# Pipeline\n\n" + rows_markdown(stages)
                      + png_markdown(sft.curve_png, "SFT loss")
                      + (png_markdown(rl.curve_png, "GRPO curves") if rl else "")
-                     + png_markdown(evaluation["radar_png"], "capabilities"), "Pipeline summary")
+                     + png_markdown(report["radar_png"], "capabilities"), "Pipeline summary")
     return summary

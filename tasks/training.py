@@ -1,6 +1,9 @@
 """Prefect tasks of the learning loop: distill, SFT, GRPO, evaluate (each a plain workflow).
 
-Each returns its workflow's typed report (pydantic), which Prefect persists as it is."""
+Each returns its workflow's typed report (pydantic), which Prefect persists as JSON under a
+content key (:mod:`tasks.cache`): a re-run with the same tasks, checkpoint and preset keys
+reuses the report instead of running the stage again. Wall-clock ceilings come from the
+preset (:mod:`tasks.budgets`); the flow sets them per call with ``with_options``."""
 
 from __future__ import annotations
 
@@ -9,7 +12,9 @@ from typing import TYPE_CHECKING
 from prefect import get_run_logger, task
 
 from openforge.presets import load_preset
+from tasks.cache import note_reuse
 from tasks.retry import infra_only
+from tasks.stage_keys import DISTILL_KEY, EVALUATE_KEY, RL_KEY, SFT_KEY
 from training.workflows.common import load_tasks
 
 if TYPE_CHECKING:
@@ -19,7 +24,8 @@ if TYPE_CHECKING:
     from training.workflows.sft import SFTReport
 
 
-@task(name="distill", retries=1, retry_condition_fn=infra_only)
+@task(name="distill", retries=1, retry_condition_fn=infra_only, cache_policy=DISTILL_KEY, result_serializer="json",
+      on_completion=[note_reuse])
 async def distill_task(preset: str, overrides: dict, task_dirs: list[str], teacher: str, n_per_task: int | None,
                        model_path: str | None = None) -> DistillReport:
     from training.workflows.distill import distill
@@ -29,7 +35,7 @@ async def distill_task(preset: str, overrides: dict, task_dirs: list[str], teach
     return report
 
 
-@task(name="sft-train")
+@task(name="sft-train", cache_policy=SFT_KEY, result_serializer="json", on_completion=[note_reuse])
 def sft_task(preset: str, overrides: dict, data: str, model_path: str | None = None) -> SFTReport:
     from training.workflows.sft import sft_train
 
@@ -39,7 +45,7 @@ def sft_task(preset: str, overrides: dict, data: str, model_path: str | None = N
     return report
 
 
-@task(name="rl-train")
+@task(name="rl-train", cache_policy=RL_KEY, result_serializer="json", on_completion=[note_reuse])
 async def rl_task(preset: str, overrides: dict, task_dirs: list[str], model_path: str | None, steps: int | None) -> RLReport:
     from training.workflows.rl import rl_train
 
@@ -51,7 +57,8 @@ async def rl_task(preset: str, overrides: dict, task_dirs: list[str], model_path
     return report
 
 
-@task(name="evaluate", retries=1, retry_condition_fn=infra_only)
+@task(name="evaluate", retries=1, retry_condition_fn=infra_only, cache_policy=EVALUATE_KEY, result_serializer="json",
+      on_completion=[note_reuse])
 async def evaluate_task(preset: str, overrides: dict, task_dirs: list[str], model_path: str | None, label: str,
                         harnesses: list[str], k: int, n: int | None = None) -> EvalReport:
     from training.workflows.evaluate import evaluate

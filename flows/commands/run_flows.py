@@ -74,9 +74,13 @@ def pipeline_cmd(
     teacher: Annotated[str, typer.Option(help="'oracle', 'local' or a URL.")] = "oracle",
     seed: Annotated[int, typer.Option(help="Synthesis seed.")] = 7,
     set_: Annotated[Optional[list[str]], typer.Option("--set", help="Preset override KEY=VALUE (repeatable).")] = None,
+    fresh: Annotated[bool, typer.Option("--fresh", help="Run every stage again; by default a stage whose inputs "
+                                        "(tasks, checkpoint, preset keys) are unchanged reuses its earlier result.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
-    """The main job: synthesize → distill → SFT → evaluate → GRPO → evaluate, end to end."""
+    """The main job: synthesize → distill → SFT → evaluate → GRPO → evaluate, end to end.
+
+    Re-running the same command resumes: stages whose inputs did not change are reused."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
@@ -92,7 +96,7 @@ def pipeline_cmd(
     console = Console(stderr=True)
     params = PipelineParams(preset=preset, rl_steps=rl_steps, n_rl_tasks=n_rl_tasks, n_sft_tasks=n_sft_tasks,
                             eval_tasks=eval_tasks, eval_samples=eval_samples, family=None if family == "all" else family,
-                            teacher=teacher, seed=seed, overrides=overrides)
+                            teacher=teacher, seed=seed, overrides=overrides, fresh=fresh)
     t0 = time.perf_counter()
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console) as bar:
@@ -124,6 +128,8 @@ def pipeline_cmd(
                       "-" if row["updates"] is None else str(row["updates"]),
                       "-" if row["samples_trained"] is None else str(row["samples_trained"]), row["note"])
     console.print(table)
+    if summary.get("reused"):
+        console.print(f"reused from an earlier run (same inputs; --fresh runs them again): {', '.join(summary['reused'])}")
     if summary.get("rl"):
         steps = Table(title="GRPO steps (train reward)")
         for column in ("step", "reward", "samples", "zero_var_groups", "updates", "loss"):

@@ -1,0 +1,57 @@
+"""Wall-clock ceilings of the learning-loop tasks, from the preset's own budgets.
+
+These are hang guards (Prefect ``timeout_seconds``), not schedules: each is the worst case the
+preset already allows plus a fixed allowance, so a run that keeps its budgets never meets one,
+and a stage that hangs (a wedged engine, a sandbox the scheduler lost) fails with Prefect's
+``TimedOut`` state instead of holding the job forever.
+
+- Rollouts: the scheduler keeps ``rollout.concurrency`` sandboxes in flight and kills each at
+  ``rollout.timeout_sec`` (its whole life: setup, harness, verifier), so ``R`` rollouts finish
+  within ``ceil(R / concurrency)`` waves of ``timeout_sec``, plus ``rollout.max_refills`` waves
+  where failed rollouts are replaced.
+- Optimiser updates have no preset budget; each is allowed :data:`UPDATE_S`.
+- Every task also gets :data:`STARTUP_S` for loading a model, starting an engine and the proxy.
+
+SFT gets none: it is in-process computation with nothing to wait on (no sandbox, engine or
+network), and it runs in a worker thread, where a Prefect timeout cannot interrupt a blocked
+call anyway (it is raised only between Python bytecodes, and Prefect warns on every run).
+"""
+
+from __future__ import annotations
+
+import math
+
+from openforge.presets import Preset
+
+#: Model load, engine start (a vLLM server included), proxy, exports.
+STARTUP_S = 900.0
+#: Ceiling of one optimiser update (forward, backward, step) on the slowest supported device.
+UPDATE_S = 600.0
+
+
+def rollouts_s(preset: Preset, rollouts: int, *, refill: bool) -> float:
+    """Worst case of ``rollouts`` sandboxes under the preset's concurrency and per-rollout timeout."""
+    r = preset.rollout
+    waves = math.ceil(max(rollouts, 1) / r.concurrency) + (r.max_refills if refill and r.refill else 0)
+    return waves * r.timeout_sec
+
+
+def distill_s(preset: Preset, tasks: int, n_per_task: int | None) -> float:
+    """Teacher rollouts (``n_per_task``, else ``sft.teacher_rollouts``, per task; no refills)."""
+    return STARTUP_S + rollouts_s(preset, tasks * (n_per_task or preset.sft.teacher_rollouts), refill=False)
+
+
+def rl_s(preset: Preset, steps: int | None) -> float:
+    """Per GRPO step: its ``train_batch_size`` groups of ``group_size`` rollouts (refills
+    included) and its ``ppo_epochs x ceil(train_batch_size / ppo_mini_batch_size)`` updates."""
+    t = preset.train
+    n_steps = t.steps if steps is None else steps
+    group = preset.rollout.group_size or t.group_size
+    mini = min(t.ppo_mini_batch_size or t.train_batch_size, t.train_batch_size)
+    updates = t.ppo_epochs * math.ceil(t.train_batch_size / mini)
+    return STARTUP_S + n_steps * (rollouts_s(preset, t.train_batch_size * group, refill=True) + updates * UPDATE_S)
+
+
+def evaluate_s(preset: Preset, tasks: int, samples: int, harnesses: int) -> float:
+    """``samples`` rollouts per task, for each harness in turn (no refills)."""
+    return STARTUP_S + harnesses * rollouts_s(preset, tasks * samples, refill=False)
