@@ -13,6 +13,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
+from environments.httpclient import async_client
 from environments.records import RunnerReport
 
 log = logging.getLogger(__name__)
@@ -43,7 +44,7 @@ async def _post(what: str, url: str, body: dict, headers: dict[str, str], *, att
                 backoff: float) -> bool:
     """POST ``body`` with retries on connection errors, 5xx and 429; True on 2xx, False on
     any other 4xx (retrying cannot help) or when the attempts run out."""
-    async with httpx.AsyncClient(timeout=timeout) as client:
+    async with async_client(url, timeout=timeout) as client:
         for attempt in range(1, attempts + 1):
             try:
                 resp = await client.post(url, json=body, headers=headers)

@@ -26,6 +26,7 @@ from environments.records import ErrorKind, RolloutSpec
 from openforge.settings import get_settings
 from training.orchestrator.backend import SandboxError, SandboxExit, SandboxHandle
 from training.orchestrator.bwrap import BwrapPlan, Mount, build_argv, bwrap_path
+from training.orchestrator.bytecode import compile_runtime
 from training.orchestrator.config import get_orchestrator_settings
 from training.orchestrator.dockerfile import DockerfileInfo, parse_dockerfile
 from training.orchestrator.follow import RunnerFollower, stream_lines
@@ -38,13 +39,14 @@ from training.orchestrator.layout import (
 from training.orchestrator.limits import Limits, SandboxCgroup, Watchdog, detect_mode
 from training.orchestrator.procs import all_sandbox_ids, kill_tree, sandbox_pids
 from training.orchestrator.relay import SANDBOX_RELAY_DIR, HostRelays, loopback_target
-from training.orchestrator.task_support import check_supported, not_honoured, task_env
 from training.orchestrator.runtime import (
+    REPO_ROOT,
     runner_command,
     sandbox_env,
     sandbox_python,
     with_relay,
 )
+from training.orchestrator.task_support import check_supported, not_honoured, task_env
 
 log = logging.getLogger(__name__)
 
@@ -132,11 +134,19 @@ class LocalBackend:
         self._started: set[str] = set()
         #: How memory/CPU/pids are enforced here (limits.py): v2 | v1 | watchdog.
         self.limits_mode = detect_mode()
+        #: The runtime packages' bytecode (bytecode.py), compiled once before the first sandbox.
+        self._bytecode: asyncio.Future[bool] | None = None
+
+    async def _ensure_bytecode(self) -> None:
+        if self._bytecode is None:
+            self._bytecode = asyncio.ensure_future(compile_runtime(sandbox_python(), REPO_ROOT))
+        await asyncio.shield(self._bytecode)  # one compile for concurrent starts, even if one is cancelled
 
     # -- start -----------------------------------------------------------------------
     async def start(self, spec: RolloutSpec) -> SandboxHandle:
         t0 = time.monotonic()
         self._started.add(spec.rollout_id)
+        await self._ensure_bytecode()
         task, base, dirs = await asyncio.to_thread(load_and_lay_out, spec, self.rollouts_dir)
         handle = SandboxHandle(
             rollout_id=spec.rollout_id, backend=self.name, isolation=self.mode, root=str(base), logs_dir=str(dirs.logs)
@@ -375,6 +385,8 @@ class LocalBackend:
         return await asyncio.to_thread(scan)
 
     async def aclose(self) -> None:
+        if self._bytecode is not None and not self._bytecode.done():
+            self._bytecode.cancel()
         for handle in list(self._handles.values()):
             await self.cleanup(handle)
         if self._relays is not None:

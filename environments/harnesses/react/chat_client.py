@@ -23,6 +23,8 @@ from typing import Any
 
 import httpx
 
+from environments.httpclient import async_client
+
 RETRY_STATUSES = frozenset({408, 409, 429})
 INITIAL_BACKOFF_S = 0.5
 MAX_BACKOFF_S = 8.0
@@ -104,8 +106,8 @@ class ChatClient:
                  transport: httpx.AsyncBaseTransport | None = None) -> None:
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.max_retries = max_retries
-        self._http = httpx.AsyncClient(timeout=timeout, headers={"Authorization": f"Bearer {api_key}"},
-                                       transport=transport)
+        self._http = async_client(self.url, timeout=timeout, headers={"Authorization": f"Bearer {api_key}"},
+                                  transport=transport)
 
     async def create(self, payload: dict[str, Any]) -> list[ChatMessage]:
         attempt = 0

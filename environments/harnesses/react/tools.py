@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 
 from environments.harnesses.base import load_tools_file  # noqa: F401 - re-exported
+from environments.httpclient import ClientsByScheme
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +55,7 @@ class ToolBox:
         names = {t["name"] for t in BUILTIN_TOOLS}
         self.task_tools = {t["name"]: t for t in task_tools if t["name"] not in names}
         self.specs = (BUILTIN_TOOLS if builtin else []) + list(self.task_tools.values())
-        self._http = httpx.AsyncClient(timeout=60.0)
+        self._http = ClientsByScheme(timeout=60.0)  # made on the first service call
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -130,8 +131,8 @@ class ToolBox:
             return f"Error: the service for {tool['name']} is not running (no services URL)"
         url = path if path.startswith("http") else base.rstrip("/") + path
         try:
-            resp = await self._http.request(method, url, json=args if method != "GET" else None,
-                                            params=args if method == "GET" else None)
+            resp = await self._http.for_url(url).request(method, url, json=args if method != "GET" else None,
+                                                         params=args if method == "GET" else None)
         except httpx.HTTPError as exc:
             return f"Error: could not reach the service for {tool['name']}: {exc}"
         body = resp.text
