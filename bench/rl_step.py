@@ -13,6 +13,9 @@ wall clock of the step (the phases run one after the other)
   training        ``trainer.step``
   weight sync     ``WeightSync.push`` (in place, or checkpoint + vLLM reload)
   orchestration   step − generation − training: everything the framework adds
+    of which: to first call (rollout phase start → first engine call: sandboxes, runners,
+    services, harness start-up), after last call (last engine call → all rollouts done:
+    harness exit, verifier, report, cleanup), and weight sync + reconstruction
 
 rollout-seconds (summed over the step's rollouts, which overlap; where the rollout phase goes)
   sandbox start   backend ``start_latency`` (sandbox up, runner started)
@@ -22,10 +25,11 @@ rollout-seconds (summed over the step's rollouts, which overlap; where the rollo
                   recording), read off the app's timing hook
   verifier        waiting for tests + the verifier (+ a separate verifier sandbox)
 
-Prints one table per step, then mean ± sd over steps (n = steps), and the orchestration
-share of the step (goal < 5 %).
+Prints one table per step, then over the steps (n = steps) mean ± sd and min / median / max,
+the seeds, and the orchestration share of the step (goal < 5 %). Compare two builds by running
+both on the same machine, interleaved, with the same arguments.
 
-    python bench/rl_step.py [--steps 3] [--group-size 2] [--tasks 2] [--max-tokens 32] [--set KEY=VALUE]
+    python bench/rl_step.py [--steps 3] [--group-size 2] [--tasks 2] [--max-tokens 32] [--seed 0] [--set KEY=VALUE]
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -139,12 +144,14 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     engine, trainer, sync = await _policy(preset, plan.engine.kind, None, work / "run", db, "bench-rl-step")
     timed = TimedEngine(engine)
     proxy_ms = install_proxy_timing_hook()
-    rng = random.Random(0)
+    rng = random.Random(args.seed)
+    print(f"seeds: task sampling {args.seed}, train.seed {preset.train.seed}; engine {plan.engine.kind}")
     rows: list[dict[str, Any]] = []
     try:
         async with rollout_service(preset, timed, run_id="bench-rl-step") as service:
             for step in range(1, args.steps + 1):
                 first_proxy = len(proxy_ms)
+                load = os.getloadavg()[0]  # a shared machine's other work shows in every column
                 s0 = time.perf_counter()
                 results = await service.run_groups(sample_tasks(tasks, args.tasks, rng), args.group_size, tag=f"s{step}")
                 s1 = time.perf_counter()
@@ -159,12 +166,16 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                 s4 = time.perf_counter()
                 calls = {row.id: c for row, c in load_rollouts_with_calls(db, rollout_ids=[r.rollout_id for r in results])}
                 generation = union_seconds(timed.intervals, s0, s1)
+                in_phase = [(a, b) for a, b in timed.intervals if s0 <= a < s1]
                 wall = {"rollouts": s1 - s0, "generation": generation, "reconstruction": s2 - s1,
-                        "training": s3 - s2, "weight sync": s4 - s3, "step": s4 - s0}
+                        "training": s3 - s2, "weight sync": s4 - s3, "step": s4 - s0,
+                        "to first call": min((a for a, _ in in_phase), default=s1) - s0,
+                        "after last call": s1 - max((b for _, b in in_phase), default=s1)}
                 wall["orchestration"] = wall["step"] - generation - wall["training"]
                 rows.append({"step": step, "wall": wall, "rollout_seconds": rollout_seconds(results, calls, sum(proxy_ms[first_proxy:])),
                              "rollouts": len(results), "calls": sum(len(c) for c in calls.values()),
-                             "outcomes": sorted({r.status.value for r in results}), "samples": len(samples)})
+                             "outcomes": sorted({r.status.value for r in results}), "samples": len(samples),
+                             "load1": load})
                 print_step(rows[-1])
     finally:
         await engine.aclose()
@@ -175,9 +186,10 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
 def print_step(row: dict[str, Any]) -> None:
     w = row["wall"]
     print(f"\nstep {row['step']}: {row['rollouts']} rollouts, {row['calls']} model calls, {row['samples']} samples, "
-          f"outcomes {row['outcomes']}")
+          f"outcomes {row['outcomes']}, 1-min load average at its start {row.get('load1', float('nan')):.1f}")
     print("  wall clock       seconds   share")
-    for key in ("rollouts", "generation", "reconstruction", "training", "weight sync", "orchestration", "step"):
+    for key in ("rollouts", "generation", "reconstruction", "training", "weight sync", "orchestration",
+                "to first call", "after last call", "step"):
         print(f"  {key:15} {w[key]:8.2f}  {100 * w[key] / w['step']:5.1f} %")
     print("  rollout-seconds (summed over overlapping rollouts)")
     for key, value in row["rollout_seconds"].items():
@@ -187,10 +199,12 @@ def print_step(row: dict[str, Any]) -> None:
 def summary(rows: list[dict[str, Any]]) -> None:
     def ms(values: list[float]) -> str:
         sd = statistics.stdev(values) if len(values) > 1 else 0.0
-        return f"{statistics.mean(values):8.2f} ± {sd:5.2f}"
+        return (f"{statistics.mean(values):8.2f} ± {sd:5.2f}   "
+                f"[{min(values):.2f} / {statistics.median(values):.2f} / {max(values):.2f}]")
 
-    print(f"\nover n = {len(rows)} steps (mean ± sd)")
-    for key in ("generation", "training", "reconstruction", "weight sync", "orchestration", "step"):
+    print(f"\nover n = {len(rows)} steps (mean ± sd   [min / median / max])")
+    for key in ("generation", "training", "reconstruction", "weight sync", "orchestration", "to first call",
+                "after last call", "step"):
         print(f"  {key:15} {ms([r['wall'][key] for r in rows])} s")
     for key in rows[0]["rollout_seconds"]:
         print(f"  {key + ' (r-s)':15} {ms([r['rollout_seconds'][key] for r in rows])} s")
@@ -206,11 +220,10 @@ def main() -> None:
     parser.add_argument("--group-size", type=int, default=2)
     parser.add_argument("--max-tokens", type=int, default=32)
     parser.add_argument("--max-steps", type=int, default=2, help="react steps per rollout.")
+    parser.add_argument("--seed", type=int, default=0, help="Seed of the task sampling (train.seed: --set).")
     parser.add_argument("--set", action="append", help="Preset override KEY=VALUE (repeatable).")
     parser.add_argument("--json", type=Path, help="Also write the rows here.")
     args = parser.parse_args()
-    import os
-
     os.environ.setdefault("OPENFORGE_HOME", tempfile.mkdtemp(prefix="rl-step-home-"))
     rows = asyncio.run(run(args))
     summary(rows)
