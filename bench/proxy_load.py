@@ -191,14 +191,17 @@ def sqlite_storage(db_path: str) -> dict[str, float]:
     json_cols = {"request", "response", "prompt_token_ids", "response_token_ids", "response_logprobs", "usage", "delta"}
     by_rollout: dict[str, list[dict[str, Any]]] = {}
     quoted = ", ".join(f'"{c}"' for c in cols)
-    for row in conn.execute(f"select {quoted} from model_calls where prompt_token_ids is not null"):
+    for row in conn.execute(f"select {quoted} from model_calls where prompt_token_ids is not null "
+                            "or side_file is not null"):
         rec = {c: (orjson.loads(row[c]) if c in json_cols and row[c] is not None else row[c]) for c in cols}
         by_rollout.setdefault(rec["rollout_id"], []).append(rec)
     conn.close()
     stored = full = unique = 0.0
     tokens = 0
     for rows in by_rollout.values():
-        stored += sum(stored_bytes(r) for r in rows)
+        # bytes in the DB plus those a side file holds for the row (training/proxy/side_files.py)
+        stored += sum(stored_bytes(r) + (int(r["side_file"].rpartition(":")[2]) if r["side_file"] else 0)
+                      for r in rows)
         expanded = expand_calls(rows)
         full += sum(stored_bytes(r) for r in expanded)
         last = expanded[-1]

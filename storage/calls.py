@@ -194,18 +194,49 @@ def base_of(row: Mapping[str, Any]) -> CallBase | None:
                     response_token_ids=row.get("response_token_ids"))
 
 
+# -- side files (DESIGN §4) ------------------------------------------------------------------
+#: Columns a side file may hold for a row (they are NULL in the row then).
+SIDE_COLUMNS = ("request", "response", "prompt_token_ids", "response_token_ids", "response_logprobs")
+
+
+def side_ref(path: str, offset: int, length: int) -> str:
+    """``model_calls.side_file`` of a payload stored as one JSON line at ``offset`` of ``path``."""
+    return f"{path}#{offset}:{length}"
+
+
+def read_side(ref: str) -> dict[str, Any]:
+    """The payload columns a ``side_file`` reference points to."""
+    path, _, span = ref.rpartition("#")
+    offset, _, length = span.partition(":")
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(int(offset))
+            data = fh.read(int(length))
+        value = orjson.loads(data)
+    except (OSError, ValueError) as exc:
+        raise CallStorageError(f"side file {ref!r} cannot be read: {exc}") from exc
+    if not isinstance(value, dict):
+        raise CallStorageError(f"side file {ref!r} does not hold a JSON object")
+    return value
+
+
 # -- the readers' side -----------------------------------------------------------------------
 def _fields(row: Any) -> dict[str, Any]:
     if isinstance(row, Mapping):
-        return dict(row)
-    return {name: getattr(row, name, None) for name in (*CALL_COLUMNS, "base_index", "delta")}
+        out = dict(row)
+    else:
+        out = {name: getattr(row, name, None) for name in (*CALL_COLUMNS, "base_index", "delta")}
+    if out.get("side_file"):  # large payloads live in a side file; the row holds the rest
+        out.update(read_side(out["side_file"]))
+    return out
 
 
 def expand_calls(rows: Iterable[Any]) -> list[dict[str, Any]]:
     """Full calls (dicts of :data:`CALL_COLUMNS`) of one rollout's stored rows, in index order.
 
     ``rows``: ``ModelCall`` objects or mappings with the ``model_calls`` columns. Rows stored
-    in full pass through; delta rows are rebuilt from their base. No two calls share a
+    in full pass through; delta rows are rebuilt from their base; payloads in a side file
+    (``side_file``) are read from it. No two calls share a
     mutable object (each request is its own copy), as when every row was parsed on its own.
     """
     full: dict[int, dict[str, Any]] = {}

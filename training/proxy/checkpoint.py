@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 
 from sqlalchemy import Connection, Engine
 
@@ -30,8 +31,10 @@ def no_autocheckpoint(conn: Connection) -> None:
 class WalCheckpointer:
     """Background PASSIVE checkpoints of one SQLite database; :meth:`wrote` after each commit."""
 
-    def __init__(self, engine: Engine, interval_s: float = 0.5) -> None:
+    def __init__(self, engine: Engine, interval_s: float = 0.5, before: Callable[[], None] | None = None) -> None:
         self._engine = engine
+        #: Run before each checkpoint, in its thread (the side files' fsync).
+        self._before = before
         self.interval_s = interval_s
         self._dirty = asyncio.Event()
         self._task: asyncio.Task | None = None
@@ -65,6 +68,8 @@ class WalCheckpointer:
             await asyncio.sleep(self.interval_s)
 
     def _checkpoint(self) -> None:
+        if self._before is not None:
+            self._before()
         raw = self._engine.raw_connection()  # autocommit driver connection: a checkpoint runs outside transactions
         try:
             raw.driver_connection.execute("PRAGMA wal_checkpoint(PASSIVE)")

@@ -40,6 +40,7 @@ from training.proxy.budget import BudgetLedger, GenerationBudget, generated_toke
 from training.proxy.checkpoint import WalCheckpointer, no_autocheckpoint
 from training.proxy.errors import ProxyError
 from training.proxy.rows import CallRows
+from training.proxy.side_files import SideFiles
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +151,7 @@ class Recorder:
 
     def __init__(self, db_url: str, *, max_calls_per_rollout: int = 2000, logs_dir: Path | None = None,
                  migrate: bool = True, default_budget: GenerationBudget | None = None,
-                 linear: bool = True) -> None:
+                 linear: bool = True, side_files: bool = True) -> None:
         self.db_url = db_url
         #: Store calls against earlier ones (storage/calls.py); False writes every call in full.
         self.linear = linear
@@ -159,11 +160,17 @@ class Recorder:
         self.logs_dir = logs_dir
         self._migrate = migrate
         self._db = make_engine(db_url)
-        self._rows = CallRows(self._db.dialect)
+        sqlite = self._db.dialect.name == "sqlite"
+        database = self._db.url.database
+        #: Large payloads beside a SQLite file (training/proxy/side_files.py); PostgreSQL keeps them.
+        self.side_files = (SideFiles(Path(database).expanduser().resolve().with_name(Path(database).name + "-calls"))
+                           if side_files and sqlite and database and database != ":memory:" else None)
+        self._rows = CallRows(self._db.dialect, side=self.side_files)
         #: The writer thread's own connection, held across batches (a pool checkout and
         #: reset per batch cost more than a small batch's rows); dropped after an error.
         self._write_conn: Connection | None = None
-        self._checkpointer = WalCheckpointer(self._db) if self._db.dialect.name == "sqlite" else None
+        self._checkpointer = (WalCheckpointer(self._db, before=self.side_files.sync if self.side_files else None)
+                              if sqlite else None)
         self._by_sha: dict[str, RolloutState] = {}
         self._pending: list[_Op] = []
         self._wake: asyncio.Event | None = None

@@ -20,7 +20,9 @@ import orjson
 from sqlalchemy import JSON, Connection, Table, bindparam, update
 from sqlalchemy.engine import Dialect
 
+from storage.calls import SIDE_COLUMNS
 from storage.models import ModelCall, Rollout
+from training.proxy.side_files import SideFiles
 
 _CALLS: Table = ModelCall.__table__  # type: ignore[assignment]
 _ROLLOUTS: Table = Rollout.__table__  # type: ignore[assignment]
@@ -57,13 +59,16 @@ class _Statement:
                 process = type_.dialect_impl(dialect).bind_processor(dialect)
                 self.encoders.append((name, None if process is None else _skip_none(process)))
 
-    def params(self, row: Mapping[str, Any]) -> tuple[Any, ...] | dict[str, Any]:
-        values = [(name, row.get(name) if enc is None else enc(row.get(name))) for name, enc in self.encoders]
+    def params(self, row: Mapping[str, Any], ready: Mapping[str, Any] | None = None) -> tuple[Any, ...] | dict[str, Any]:
+        """The bound values of ``row``; ``ready`` holds values already in their bound form."""
+        values = [(name, ready[name] if ready is not None and name in ready
+                   else row.get(name) if enc is None else enc(row.get(name))) for name, enc in self.encoders]
         return tuple(v for _, v in values) if self.positional else dict(values)
 
-    def run(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
+    def run(self, conn: Connection, rows: Sequence[Mapping[str, Any]],
+            ready: Sequence[Mapping[str, Any] | None] | None = None) -> None:
         if rows:
-            conn.exec_driver_sql(self.sql, [self.params(r) for r in rows])
+            conn.exec_driver_sql(self.sql, [self.params(r, ready[i] if ready else None) for i, r in enumerate(rows)])
 
 
 def _skip_none(process: Encoder) -> Encoder:
@@ -71,9 +76,11 @@ def _skip_none(process: Encoder) -> Encoder:
 
 
 class CallRows:
-    """Writes ``model_calls`` rows and the rollouts' call counts for one dialect."""
+    """Writes ``model_calls`` rows and the rollouts' call counts for one dialect; with
+    ``side``, a row whose payload columns reach its threshold keeps them in a side file."""
 
-    def __init__(self, dialect: Dialect) -> None:
+    def __init__(self, dialect: Dialect, side: SideFiles | None = None) -> None:
+        self.side = side
         call_types = {c.name: c.type for c in _CALLS.columns}
         self._insert = _Statement(_CALLS.insert(), dialect, CALL_COLUMNS, call_types)
         count = update(_ROLLOUTS).where(_ROLLOUTS.c.id == bindparam("rid")).values(n_calls=bindparam("n"))
@@ -81,8 +88,19 @@ class CallRows:
                                                                  "rid": _ROLLOUTS.c.id.type})
 
     def insert(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
-        """Insert full ``model_calls`` rows (every key of :data:`CALL_COLUMNS`; missing ones are NULL)."""
-        self._insert.run(conn, rows)
+        """Insert ``model_calls`` rows (keys of :data:`CALL_COLUMNS`; missing ones are NULL)."""
+        if self.side is None:
+            self._insert.run(conn, rows)
+            return
+        ready: list[dict[str, Any] | None] = []
+        for row in rows:
+            encoded = {k: json_text(row[k]) for k in SIDE_COLUMNS if row.get(k) is not None}
+            if sum(len(v) for v in encoded.values()) < self.side.threshold:
+                ready.append(encoded)  # encoded once: the row holds them
+                continue
+            ref = self.side.append(row["rollout_id"], encoded)  # written before this transaction commits
+            ready.append({**dict.fromkeys(SIDE_COLUMNS), "side_file": ref})
+        self._insert.run(conn, rows, ready)
 
     def set_counts(self, conn: Connection, counts: Mapping[str, int]) -> None:
         """``rollouts.n_calls`` of each rollout id, in one executemany."""

@@ -177,7 +177,9 @@ async def test_linear_storage_reads_like_full_storage(shape: str, fake: FakeVLLM
         pairs[mode] = load_rollouts_with_calls(db, rollout_ids=[rollout_id])
         with db.connect() as conn:
             rows = conn.execute(select(ModelCall.__table__)).mappings().all()
-            sizes[mode] = sum(stored_bytes(r) for r in rows)
+            # bytes in the rows plus what side files hold for them (training/proxy/side_files.py)
+            sizes[mode] = sum(stored_bytes(r) + (int(r["side_file"].rpartition(":")[2]) if r["side_file"] else 0)
+                              for r in rows)
             n_delta = sum(r["base_index"] is not None for r in rows)
             if mode == "full":
                 assert n_delta == 0

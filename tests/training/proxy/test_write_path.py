@@ -83,7 +83,7 @@ def test_call_rows_read_back_as_core_wrote_them(db_url: str) -> None:  # noqa: F
 
 async def test_writer_checkpoints_beside_commits(sqlite_url: str) -> None:
     upgrade(sqlite_url)
-    rec = Recorder(sqlite_url, migrate=False)
+    rec = Recorder(sqlite_url, migrate=False, side_files=False)  # large rows stay in the DB here
     rec._checkpointer.interval_s = 0.05  # type: ignore[union-attr]
     await rec.start()
     wal = Path(sqlite_url.removeprefix("sqlite:///") + "-wal")
@@ -143,3 +143,46 @@ def test_fast_path_leaves_other_paths_to_the_router(path: str) -> None:
     app.add_model_route("POST", "chat/completions", handler)
     assert app._match({"type": "http", "method": "POST", "path": path}) is None
     assert app._match({"type": "http", "method": "POST", "path": "/rollouts/tok/v1/chat/completions"})[1] == "tok"
+
+
+async def test_large_payloads_go_to_side_files_and_read_back(sqlite_url: str) -> None:
+    upgrade(sqlite_url)
+    rec = Recorder(sqlite_url, migrate=False)
+    assert rec.side_files is not None and rec.side_files.threshold == 64 * 1024
+    await rec.start()
+    try:
+        state, _ = await rec.register(rollout_id="../../escape", task_id="t")
+        big = {"messages": [{"role": "user", "content": "y" * 100_000}]}
+        ids = list(range(30_000))
+        await rec.record(state, CallRecord(api="chat", model="m", request=big, response={"choices": []},
+                                           prompt_token_ids=ids, response_token_ids=[7], response_logprobs=[-0.5]))
+        await rec.record(state, CallRecord(api="chat", model="m", request={"messages": [{"role": "user", "content": "q"}]},
+                                           response=None, prompt_token_ids=[1, 2], status="error", error="x"))
+        calls = await rec.calls(state.rollout_id)
+    finally:
+        await rec.stop()
+    assert calls[0]["request"] == big and calls[0]["prompt_token_ids"] == ids
+    assert (calls[0]["response_token_ids"], calls[0]["response_logprobs"]) == ([7], [-0.5])
+    assert calls[1]["request"]["messages"][0]["content"] == "q" and calls[1]["response"] is None
+    engine = make_engine(sqlite_url)
+    try:
+        with engine.connect() as conn:
+            rows = conn.exec_driver_sql('SELECT side_file, request IS NULL, prompt_token_ids IS NULL, usage '
+                                        'FROM model_calls ORDER BY "index"').all()
+    finally:
+        engine.dispose()
+    side, no_request, no_ids, _ = rows[0]
+    assert no_request and no_ids  # the row holds no payload; the side file does
+    path = Path(side.rpartition("#")[0])
+    root = Path(sqlite_url.removeprefix("sqlite:///") + "-calls")
+    assert path.is_relative_to(root) and ".." not in path.name and path.stat().st_size > 200_000
+    assert rows[1][0] is None and not rows[1][1]  # a small call stays in its row
+    # Every reader expands through storage.calls.expand_calls, which reads the side file.
+    from training.trajectory.source import load_rollouts_with_calls
+
+    engine = make_engine(sqlite_url)
+    try:
+        ((_, loaded),) = load_rollouts_with_calls(engine, rollout_ids=["../../escape"])
+    finally:
+        engine.dispose()
+    assert loaded[0].request == big and loaded[0].prompt_token_ids == ids
