@@ -134,21 +134,14 @@ def import_tasks(
 RolloutFn = Callable[[str, str, str], dict[str, Any]]
 
 
-def _rollout(task_dir: str, harness: str, backend: str) -> dict[str, Any]:
-    import asyncio  # noqa: PLC0415
-
-    from training.orchestrator.single import rollout_once  # noqa: PLC0415 - the orchestrator room
-
-    return asyncio.run(rollout_once(task_dir, harness, backend=backend, record=False))
-
-
 def verify_tasks(
-    task_ids: list[str] | None = None, *, backend: str = "local", settings: Settings | None = None,
-    rollout: RolloutFn = _rollout,
+    task_ids: list[str] | None = None, *, rollout: RolloutFn, backend: str = "local", settings: Settings | None = None,
 ) -> list[dict[str, Any]]:
     """Run the oracle (must score 1.0) and the no-op agent (must score 0.0) on each task
-    (default: every ``imported`` one) on ``backend``; passing tasks become ``verified``, the
-    others stay as they are with the reason in ``error``. Each run is a ``checks`` row."""
+    (default: every ``imported`` one) through ``rollout`` on ``backend``; passing tasks become
+    ``verified``, the others stay as they are with the reason in ``error``. Each run is a
+    ``checks`` row. The bank does not run sandboxes: the orchestrator's
+    ``training.orchestrator.bank_checks.verify_tasks`` passes its real rollout."""
     settings = settings or get_settings()
     engine = _engine(settings)
     out: list[dict[str, Any]] = []

@@ -1,5 +1,7 @@
-"""Child processes of the runner: each in its own session (process group) with output to a
-log file, a timeout, and a group kill (TERM, then KILL) so nothing it spawned outlives it."""
+"""Child processes (the runner's harness and verifier, a task's services, the computer-use
+desktop's apps): each in its own session (process group) with output to a log file, a
+timeout, and a group kill (TERM, then KILL) so nothing it spawned outlives it. Shared
+below the runner and the domains, which both start processes."""
 
 from __future__ import annotations
 

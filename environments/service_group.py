@@ -1,10 +1,10 @@
-"""The task's mock services (claw family) for the length of a rollout.
+"""A task's mock services as one child process for the length of a rollout (the runner) or
+a probe (``environments.browser.probe``).
 
-``task.toml [metadata] services`` names them (mock websites of environments/browser are
-served by ``environments.browser.serve`` instead); fixtures come from
-``<task>/environment/fixtures``. One ``python -m environments.claw.serve`` process hosts
-them all on a free port; we wait for its ready file (or ``CLAW_READY <url>`` line) and
-``GET /healthz``,
+``task.toml [metadata] services`` names them; fixtures come from
+``<task>/environment/fixtures``. One ``python -m environments.serve`` process (the domain
+registry picks the domain's launcher: claw services, browser sites) hosts them all on a
+free port; we wait for its ready file (or ``CLAW_READY <url>`` line) and ``GET /healthz``,
 export ``CLAW_URL`` to the harness and the verifier, and kill its process group at the end.
 """
 
@@ -20,7 +20,8 @@ from typing import Self
 
 import httpx
 
-from environments.runner.procs import spawn, stop_process, tail
+from environments.domain import SERVE_MODULE
+from environments.procs import spawn, stop_process, tail
 
 log = logging.getLogger(__name__)
 
@@ -48,11 +49,7 @@ class ServiceGroup:
         self._proc: asyncio.subprocess.Process | None = None
 
     def argv(self) -> list[str]:
-        from environments.browser.names import is_site_group  # noqa: PLC0415 - a constant, no deps
-
-        # Browser-use tasks name mock websites; their launcher speaks the same ready protocol.
-        module = "environments.browser.serve" if is_site_group(self.services) else "environments.claw.serve"
-        argv = [self.python, "-m", module, "--services", ",".join(self.services),
+        argv = [self.python, "-m", SERVE_MODULE, "--services", ",".join(self.services),
                 "--host", "127.0.0.1", "--port", "0", "--ready-file", str(self.ready_file)]
         if self.fixtures is not None and self.fixtures.exists():
             argv += ["--fixtures", str(self.fixtures)]

@@ -135,7 +135,7 @@ def tasks_verify(
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Run the oracle (must score 1) and the no-op agent (must score 0); passing tasks become verified."""
-    from environments.bank import verify_tasks
+    from training.orchestrator.bank_checks import verify_tasks
 
     rows = verify_tasks(task_ids or None, backend=backend)
     if json_out:

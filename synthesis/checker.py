@@ -23,8 +23,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
-from environments.runner.procs import kill_group
-from environments.runner.verifier import read_checks
+from environments.procs import kill_group
+from environments.verifiers.reward_files import read_checks
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from environments.computer.verifier import render_test_sh as computer_test_sh
-from environments.runner.verifier import read_reward
 from environments.taskdir import TaskConfig, TaskSection, load_task, write_task
 from environments.taskdir.real_harbor import (
     HarborUnavailable,
@@ -25,6 +24,7 @@ from environments.taskdir.real_harbor import (
     harbor_read_rewards,
 )
 from environments.verifiers.llm_judge import JudgeResult, write_reward
+from environments.verifiers.reward_files import read_reward
 from synthesis.procedural.families import FAMILIES, generate
 from synthesis.procedural.render import task_config, task_files
 from synthesis.procedural.spec import DIFFICULTIES

@@ -4,5 +4,6 @@ action space (``actions.py``) and its executor (``executor.py``), the oracle rep
 (``replay.py``), task builders and procedural families (``taskgen.py``, ``families.py``) and
 the sandbox probe for bench/gui.py (``probe.py``). See README.md.
 
-Importing this package is cheap (no Playwright, no Starlette): the runner reads ``names``.
+Importing this package is cheap (no Playwright, no Starlette): the domain registry reads
+``domain`` (the sites' names and launcher).
 """

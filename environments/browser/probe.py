@@ -46,7 +46,7 @@ async def _one_sandbox(actions: int) -> dict[str, Any]:
     from environments.browser.actions import action_from_dict
     from environments.browser.executor import ActionExecutor
     from environments.browser.session import BrowserConfig, BrowserSession
-    from environments.runner.services import ServiceGroup
+    from environments.service_group import ServiceGroup
 
     t0 = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix="openforge-bu-probe-"))

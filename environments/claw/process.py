@@ -1,5 +1,6 @@
-"""Run the claw services as a child process (what the in-sandbox runner and the tests do):
-start ``python -m environments.claw.serve``, wait until it answers ``/healthz``, stop it.
+"""Run a task's mock services as a child process from Python (tests, synthesis checks):
+start ``python -m environments.serve`` (claw services or browser sites, the domain registry
+decides), wait until it answers ``/healthz``, stop it.
 
     with ClawServer(["gmail"], fixtures_dir) as srv:   # or ClawServer.for_task(task_dir)
         env = srv.env()                                # {"CLAW_URL": ..., "PORT": ...}
@@ -19,6 +20,8 @@ import time
 import tomllib
 import urllib.request
 from pathlib import Path
+
+from environments.domain import SERVE_MODULE
 
 logger = logging.getLogger(__name__)
 
@@ -80,11 +83,9 @@ class ClawServer:
 
     # -- shared
     def _argv(self, ready: Path) -> list[str]:
-        from environments.browser.names import is_site_group  # noqa: PLC0415 - a constant, no deps
-
-        # Browser-use tasks name mock websites; their launcher speaks the same ready protocol.
-        module = "environments.browser.serve" if is_site_group(self.services) else "environments.claw.serve"
-        argv = [self.python, "-m", module, "--services", ",".join(self.services),
+        # The one launcher asks the domain registry whose services these are (claw or
+        # browser sites); every domain's launcher speaks the same ready protocol.
+        argv = [self.python, "-m", SERVE_MODULE, "--services", ",".join(self.services),
                 "--host", self.host, "--port", str(self.port), "--ready-file", str(ready)]
         if self.fixtures:
             argv += ["--fixtures", str(self.fixtures)]

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self
 
-from environments.runner.procs import stop_process
+from environments.procs import stop_process
 
 log = logging.getLogger(__name__)
 

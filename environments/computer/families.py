@@ -21,7 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from environments.computer import taskgen
 from environments.family_registry import Difficulty, FamilyRegistry
+from environments.taskdir import TaskConfig
 
 _SCALE = {"easy": 0, "medium": 1, "hard": 2}
 #: Where GUI apps keep settings in settings tasks (relative to the workspace).
@@ -91,15 +93,11 @@ class GuiTask:
     def services(self) -> list[str]:
         return []  # no mock services: the desktop is started by the harness
 
-    def task_config(self, **kw: Any) -> Any:
-        from environments.computer.taskgen import task_config
-
-        return task_config(self, **kw)
+    def task_config(self, **kw: Any) -> TaskConfig:
+        return taskgen.task_config(self, **kw)
 
     def task_files(self) -> dict[str, str | bytes]:
-        from environments.computer.taskgen import task_files
-
-        return task_files(self)
+        return taskgen.task_files(self)
 
 
 Family = Callable[[random.Random, Difficulty], GuiTask]

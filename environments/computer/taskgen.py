@@ -1,16 +1,37 @@
-"""Render a computer-use :class:`~environments.computer.families.GuiTask` into the files of
-a task directory (DESIGN §3): environment (Dockerfile, desktop.json, workspace files),
-``tests/test.sh`` (environments.computer.verifier), and the oracle — ``solution/actions.json``
-replayed by the computer-use harness through ``solution/solve.sh``.
+"""Render a computer-use task (a :class:`~environments.computer.families.GuiTask`, or anything
+shaped like one: :class:`GuiTaskLike`) into the files of a task directory (DESIGN §3):
+environment (Dockerfile, desktop.json, workspace files), ``tests/test.sh``
+(environments.computer.verifier), and the oracle — ``solution/actions.json`` replayed by the
+computer-use harness through ``solution/solve.sh``. The families import this module, never
+the other way round.
 """
 
 from __future__ import annotations
 
 import json
+from typing import Any, Protocol
 
-from environments.computer.families import GuiTask
 from environments.computer.verifier import render_test_sh
 from environments.taskdir import TaskConfig
+
+
+class GuiTaskLike(Protocol):
+    """What rendering reads of a computer-use task (``families.GuiTask`` has all of it)."""
+
+    family: str
+    seed: int
+    difficulty: str
+    category: str
+    title: str
+    files: dict[str, str | bytes]
+    apps: list[dict[str, Any]]
+    actions: list[dict[str, Any]]
+    checks: list[dict[str, Any]]
+    keywords: list[str]
+    config_home: str | None
+
+    @property
+    def name(self) -> str: ...
 
 BASE_IMAGE = "openforge/computer-base:bookworm"
 AGENT_TIMEOUT = {"easy": 300.0, "medium": 450.0, "hard": 600.0}
@@ -26,7 +47,7 @@ exec "${OPENFORGE_PYTHON:-python3}" -m environments.harnesses.computer_use --rep
 """
 
 
-def dockerfile(task: GuiTask) -> str:
+def dockerfile(task: GuiTaskLike) -> str:
     lines = [f"# computer-use task sandbox: Xvfb desktop, openbox, {', '.join(sorted({a['argv'][0] for a in task.apps}))}",
              f"FROM {BASE_IMAGE}"]
     if task.files:
@@ -35,14 +56,14 @@ def dockerfile(task: GuiTask) -> str:
     return "\n".join(lines) + "\n"
 
 
-def desktop_json(task: GuiTask, width: int = 1920, height: int = 1080) -> str:
+def desktop_json(task: GuiTaskLike, width: int = 1920, height: int = 1080) -> str:
     doc: dict = {"width": width, "height": height, "apps": task.apps}
     if task.config_home:
         doc["config_home"] = task.config_home
     return json.dumps(doc, indent=2) + "\n"
 
 
-def task_files(task: GuiTask) -> dict[str, str | bytes]:
+def task_files(task: GuiTaskLike) -> dict[str, str | bytes]:
     """Every file of the task dir except instruction.md and task.toml."""
     files: dict[str, str | bytes] = {
         "environment/Dockerfile": dockerfile(task),
@@ -56,7 +77,7 @@ def task_files(task: GuiTask) -> dict[str, str | bytes]:
     return files
 
 
-def task_config(task: GuiTask, *, purpose: str = "rl", run_id: str | None = None,
+def task_config(task: GuiTaskLike, *, purpose: str = "rl", run_id: str | None = None,
                 proposer: str = "procedural") -> TaskConfig:
     return TaskConfig.model_validate({
         "task": {"name": task.name, "description": task.title, "keywords": task.keywords},

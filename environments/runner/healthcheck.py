@@ -9,7 +9,7 @@ import asyncio
 import time
 from pathlib import Path
 
-from environments.runner.procs import run_process
+from environments.procs import run_process
 from environments.taskdir import HealthcheckSection
 
 

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from environments.domain_registry import skill_files
 from environments.harnesses import (
     OUTCOME_FILE,
     SERVICES_URL_ENV,
@@ -30,6 +31,7 @@ from environments.harnesses import (
     get_harness,
 )
 from environments.harnesses.base import load_tools_file, package_root
+from environments.procs import run_process, tail
 from environments.records import ErrorKind, Outcome, RunnerReport
 from environments.runner.artifacts import collect_task_artifacts, hand_over_artifacts
 from environments.runner.classify import classify_exit
@@ -37,12 +39,12 @@ from environments.runner.finish import post_agent_done
 from environments.runner.healthcheck import HealthcheckError, wait_healthy
 from environments.runner.jail import Jail, JailError, choose_jail, chown_tree
 from environments.runner.options import RunnerOptions
-from environments.runner.procs import run_process, tail
-from environments.runner.services import ServiceError, ServiceGroup
 from environments.runner.users import SandboxUser, UserError, resolve_user
-from environments.runner.verifier import VerifierError, run_verifier, wait_for_tests
+from environments.runner.verifier import run_verifier, wait_for_tests
+from environments.service_group import ServiceError, ServiceGroup
 from environments.taskdir import envvars
 from environments.taskdir.model import TaskConfig, normalize_raw
+from environments.verifiers.reward_files import VerifierError
 
 log = logging.getLogger(__name__)
 
@@ -97,24 +99,6 @@ def sandbox_env(opts: RunnerOptions) -> dict[str, str]:
     if opts.base_url:
         env["OPENFORGE_BASE_URL"] = opts.base_url
     return env
-
-
-def load_skills(services: list[str]) -> dict[str, str]:
-    """One SKILL.md per service from the claw family (empty when it is unavailable)."""
-    if not services:
-        return {}
-    try:
-        from environments.claw.skills import skill_md
-    except ImportError:
-        log.warning("environments.claw.skills not importable: no SKILL.md files for %s", services)
-        return {}
-    out: dict[str, str] = {}
-    for svc in services:
-        try:
-            out[f"claw-{svc}"] = skill_md(svc)
-        except Exception as exc:  # noqa: BLE001 - a missing skill must not sink the rollout
-            log.warning("no SKILL.md for service %s: %s", svc, exc)
-    return out
 
 
 def _print_phase(line: str) -> None:
@@ -208,7 +192,7 @@ async def run_rollout(opts: RunnerOptions, emit: Callable[[str], None] = _print_
                 task_dir=opts.task_dir, workspace=opts.workspace, logs_dir=opts.logs_dir / "agent", home=home,
                 base_url=opts.base_url, token=opts.token, model=opts.model, options=opts.harness_options,
                 solution_dir=solution_dir, tools=load_tools_file(opts.task_dir / "environment" / "tools.json"),
-                services_url=services_url, skills=load_skills(services), env={},
+                services_url=services_url, skills=skill_files(services), env={},
             )
             try:
                 plan = harness.plan(ctx)

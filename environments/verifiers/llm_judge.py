@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 
-from environments.runner.verifier import CHECKS_FILE, reward_files
+from environments.verifiers.reward_files import CHECKS_FILE, reward_files
 
 log = logging.getLogger(__name__)
 

@@ -15,13 +15,13 @@ from environments.bank import (
     import_tasks,
     list_tasks,
     show_task,
-    verify_tasks,
 )
 from environments.taskdir.real_harbor import (
     HarborUnavailable,
     harbor_parse,
     harbor_python,
 )
+from training.orchestrator.bank_checks import verify_tasks
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "harbor"
 #: Fixtures the local backend can run (Dockerfile-based, one step, Linux).

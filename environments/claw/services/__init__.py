@@ -8,9 +8,9 @@ from __future__ import annotations
 import importlib
 
 from environments.claw.core import ServiceSpec
+from environments.claw.names import SERVICE_NAMES
 
-#: Every claw service, in documentation order.
-SERVICE_NAMES: tuple[str, ...] = ("gmail", "calendar", "contacts", "helpdesk", "crm", "kb", "web", "files", "notes")
+__all__ = ["SERVICE_NAMES", "UnknownServiceError", "get_spec", "parse_services"]
 
 
 class UnknownServiceError(ValueError):

@@ -24,7 +24,7 @@ from openai import AsyncOpenAI
 from environments.computer.desktop import DesktopConfig, DesktopError, DesktopSession
 from environments.computer.spec import DesktopSpec
 from environments.gui.observation import image_part, save_screenshot, text_part
-from environments.runner.procs import stop_process
+from environments.procs import stop_process
 from environments.harnesses.computer_use.tools import ToolBox, ToolOutcome, openai_tools
 from environments.harnesses.react.loop import classify_bad_request
 

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from environments.browser.app import create_app, load_fixture
-from environments.browser.names import CONTROL_HEADER, SITE_NAMES, is_site_group
+from environments.browser.names import CONTROL_HEADER, SITE_NAMES
 from environments.browser.sites.base import FixtureError
 
 CONTROL = {CONTROL_HEADER: "1"}
@@ -111,13 +111,12 @@ def test_fixtures_load_from_a_dir_or_default(tmp_path: Path) -> None:
         load_fixture("forum", tmp_path)
 
 
-def test_the_runner_picks_the_site_launcher_only_for_site_groups() -> None:
-    from environments.runner.services import ServiceGroup
+def test_the_registry_picks_the_site_launcher_only_for_site_groups() -> None:
+    from environments.domain_registry import UnknownServices, domain_for
 
-    def module(services: list[str]) -> str:
-        g = ServiceGroup(services, None, python="py", env={}, cwd=Path("."), log_path=Path("x.log"))
-        return g.argv()[2]
-
-    assert module(["shop", "docs"]) == "environments.browser.serve"
-    assert module(["gmail"]) == "environments.claw.serve"
-    assert not is_site_group(["shop", "gmail"]) and not is_site_group([])
+    assert domain_for(["shop", "docs"]).serve_module == "environments.browser.serve"
+    assert domain_for(["gmail"]).serve_module == "environments.claw.serve"
+    with pytest.raises(UnknownServices, match="shop, gmail"):
+        domain_for(["shop", "gmail"])
+    with pytest.raises(UnknownServices):
+        domain_for([])

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from environments.runner.jail import Jail, choose_jail, userns_available
-from environments.runner.procs import run_process
+from environments.procs import run_process
 
 pytestmark = pytest.mark.skipif(not userns_available(), reason="no nested bubblewrap here (bwrap + user namespaces)")
 

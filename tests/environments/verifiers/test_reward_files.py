@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from environments.runner.verifier import (
+from environments.verifiers.reward_files import (
     CHECKS_FILE,
     VerifierError,
     read_reward,
