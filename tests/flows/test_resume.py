@@ -229,3 +229,23 @@ def test_killing_the_pipeline_during_sft_and_running_it_again_skips_distillation
     assert sorted(p.name for p in (openforge_home / "runs").glob("distill-*")) == distill_runs, \
         "the re-run distilled again"
     assert Path(summary["sft"]["checkpoint"], "config.json").is_file()
+
+
+def test_a_new_preset_key_must_be_placed_in_the_stage_keys() -> None:
+    """A stage is keyed by the preset keys it reads (READS in tasks/stage_keys.py). When a key is
+    added to or removed from the preset, this fails until someone has decided which stages read
+    it; a stage that reads a key missing from its READS would be served stale results."""
+    import hashlib
+
+    from openforge.presets import Preset
+    from tasks.stage_keys import READS
+
+    sections = {s: v for s, v in Preset().model_dump(mode="json").items() if isinstance(v, dict)}
+    keys = sorted(f"{s}.{k}" for s, v in sections.items() if s != "harness_options" for k in v)
+    assert len(keys) == 73 and hashlib.sha256("\n".join(keys).encode()).hexdigest()[:16] == "bf76efa4a80ee283", (
+        "the preset's keys changed: add each new key to READS[stage] in tasks/stage_keys.py for every stage "
+        "whose result it can change, then update this count and digest")
+    for stage, reads in READS.items():
+        for dotted in reads:
+            section, _, key = dotted.partition(".")
+            assert section in sections and (not key or key in sections[section]), f"{stage} reads unknown {dotted}"
