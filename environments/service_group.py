@@ -21,6 +21,7 @@ from typing import Self
 import httpx
 
 from environments.domain import SERVE_MODULE
+from environments.httpclient import ClientsByScheme
 from environments.procs import spawn, stop_process, tail
 
 log = logging.getLogger(__name__)
@@ -59,7 +60,8 @@ class ServiceGroup:
         self.ready_file.unlink(missing_ok=True)
         self._proc = await spawn(self.argv(), env=self.env, cwd=self.cwd, log_path=self.log_path)
         deadline = time.monotonic() + self.timeout
-        async with httpx.AsyncClient(timeout=2.0) as client:
+        clients = ClientsByScheme(timeout=2.0)  # the services' URL is plain http: no TLS context to load
+        try:
             while time.monotonic() < deadline:
                 if self._proc.returncode is not None:
                     raise ServiceError(f"services {','.join(self.services)} exited with code "
@@ -68,13 +70,15 @@ class ServiceGroup:
                     self.url = self._ready_url()
                 if self.url is not None:
                     try:
-                        resp = await client.get(f"{self.url}/healthz")
+                        resp = await clients.for_url(self.url).get(f"{self.url}/healthz")
                         if resp.status_code == 200:
                             log.info("services %s healthy at %s", self.services, self.url)
                             return self.url
                     except httpx.HTTPError:
                         pass
                 await asyncio.sleep(0.1)
+        finally:
+            await clients.aclose()
         raise ServiceError(f"services {','.join(self.services)} not healthy after {self.timeout:.0f}s: "
                            f"{tail(self.log_path, 600).strip()}")
 
