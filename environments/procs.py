@@ -10,8 +10,11 @@ import logging
 import os
 import signal
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from environments.deadline import wait_excluding_engine
 
 log = logging.getLogger(__name__)
 
@@ -73,13 +76,16 @@ async def spawn(argv: list[str], *, env: dict[str, str], cwd: Path, log_path: Pa
 
 
 async def run_process(argv: list[str], *, env: dict[str, str], cwd: Path, log_path: Path,
-                      timeout: float | None, user: int | None = None, group: int | None = None) -> ProcResult:
-    """Run to completion or ``timeout`` (None: no limit); the process group is always killed afterwards."""
+                      timeout: float | None, user: int | None = None, group: int | None = None,
+                      engine_seconds: Callable[[], Awaitable[float]] | None = None) -> ProcResult:
+    """Run to completion or ``timeout`` (None: no limit); the process group is always killed
+    afterwards. ``engine_seconds``: the policy engine's time on this rollout, which the timeout
+    leaves out (environments/deadline.py)."""
     start = time.monotonic()
     proc = await spawn(argv, env=env, cwd=cwd, log_path=log_path, user=user, group=group)
     timed_out = False
     try:
-        await asyncio.wait_for(proc.wait(), timeout)
+        await wait_excluding_engine(proc.wait(), timeout, engine_seconds)
     except TimeoutError:
         timed_out = True
         log.warning("%s timed out after %.0fs; killing its process group", argv[0], timeout)

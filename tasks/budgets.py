@@ -6,8 +6,9 @@ and a stage that hangs (a wedged engine, a sandbox the scheduler lost) fails wit
 ``TimedOut`` state instead of holding the job forever.
 
 - Rollouts: the scheduler keeps ``rollout.concurrency`` sandboxes in flight and kills each at
-  ``rollout.timeout_sec`` (its whole life: setup, harness, verifier), so ``R`` rollouts finish
-  within ``ceil(R / concurrency)`` waves of ``timeout_sec``, plus ``rollout.max_refills`` waves
+  ``rollout.timeout_sec`` (its whole life: setup, harness, verifier; the engine's time on it
+  does not count, up to ``environments.deadline.hard_deadline``), so ``R`` rollouts finish
+  within ``ceil(R / concurrency)`` waves of that hard deadline, plus ``rollout.max_refills`` waves
   where failed rollouts are replaced.
 - Optimiser updates have no preset budget; each is allowed :data:`UPDATE_S`.
 - Every task also gets :data:`STARTUP_S` for loading a model, starting an engine and the proxy.
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import math
 
+from environments.deadline import hard_deadline
 from openforge.presets import Preset
 
 #: Model load, engine start (a vLLM server included), proxy, exports.
@@ -33,7 +35,7 @@ def rollouts_s(preset: Preset, rollouts: int, *, refill: bool) -> float:
     """Worst case of ``rollouts`` sandboxes under the preset's concurrency and per-rollout timeout."""
     r = preset.rollout
     waves = math.ceil(max(rollouts, 1) / r.concurrency) + (r.max_refills if refill and r.refill else 0)
-    return waves * r.timeout_sec
+    return waves * hard_deadline(r.timeout_sec)
 
 
 def distill_s(preset: Preset, tasks: int, n_per_task: int | None) -> float:

@@ -1,4 +1,5 @@
-"""Report the rollout's outcome to the proxy: ``POST /rollouts/<token>/finish``.
+"""Report the rollout's outcome to the proxy: ``POST /rollouts/<token>/finish`` (and ask it
+how long its engine has spent on the rollout: ``GET /rollouts/<token>/engine-time``).
 
 Retries briefly; failing to reach the proxy is logged, never fatal (the stdout report line
 is the backend's source of truth).
@@ -9,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
@@ -73,3 +75,19 @@ async def post_finish(base_url: str, token: str, report: RunnerReport, *, finish
     headers = {"Authorization": f"Bearer {token}", **({FINISH_KEY_HEADER: finish_key} if finish_key else {})}
     return await _post("finish", finish_url(base_url, token), report.model_dump(mode="json", exclude_none=True),
                        headers, attempts=attempts, timeout=timeout, backoff=backoff)
+
+
+def engine_clock(base_url: str | None, token: str | None, *, timeout: float = 5.0) -> Callable[[], Awaitable[float]] | None:
+    """The proxy's count of the seconds its engine spent answering this rollout, which the
+    agent's timeout leaves out (environments/deadline.py); None without a proxy."""
+    if not base_url or not token:
+        return None
+    url = finish_url(base_url, token, "engine-time")
+
+    async def engine_seconds() -> float:
+        async with async_client(url, timeout=timeout) as client:
+            resp = await client.get(url, headers={"Authorization": f"Bearer {token}"})
+            resp.raise_for_status()
+            return float(resp.json()["engine_seconds"])
+
+    return engine_seconds

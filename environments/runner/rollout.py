@@ -35,7 +35,7 @@ from environments.procs import run_process, tail
 from environments.records import ErrorKind, Outcome, RunnerReport
 from environments.runner.artifacts import collect_task_artifacts, hand_over_artifacts
 from environments.runner.classify import classify_exit
-from environments.runner.finish import post_agent_done
+from environments.runner.finish import engine_clock, post_agent_done
 from environments.runner.healthcheck import HealthcheckError, wait_healthy
 from environments.runner.jail import Jail, JailError, choose_jail, chown_tree
 from environments.runner.options import RunnerOptions
@@ -210,7 +210,9 @@ async def run_rollout(opts: RunnerOptions, emit: Callable[[str], None] = _print_
             try:
                 result = await run_process(argv, env=harness_env, cwd=plan.cwd or opts.workspace,
                                            log_path=agent_log, timeout=step_agent_timeout, user=jail.user,
-                                           group=jail.group)
+                                           group=jail.group,
+                                           engine_seconds=engine_clock(opts.base_url, opts.token)
+                                           if harness.uses_model else None)
             except OSError as exc:  # exec failed: binary vanished, not executable, ...
                 raise _Stop(Outcome.infra_error, ErrorKind.harness_crash, f"harness {harness.name}: {exc}") from None
             # Nothing the agent started may outlive its phase (daemons, setsid, double forks).

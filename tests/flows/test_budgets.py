@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from environments.deadline import hard_deadline
 from openforge.presets import Preset, load_preset
 from tasks.budgets import STARTUP_S, UPDATE_S, distill_s, evaluate_s, rl_s
+
+
+#: A rollout's hard deadline at rollout.timeout_sec = 100: the engine's time on it does not count
+#: against the timeout, up to this much wall time (environments/deadline.py).
+T = hard_deadline(100)
 
 
 @pytest.fixture
@@ -17,15 +23,15 @@ def preset() -> Preset:
 
 
 def test_rollout_stages_get_one_timeout_per_wave_of_concurrent_rollouts(preset: Preset) -> None:
-    assert evaluate_s(preset, tasks=8, samples=2, harnesses=1) == STARTUP_S + 4 * 100  # 16 rollouts, 4 at a time
-    assert evaluate_s(preset, tasks=8, samples=2, harnesses=2) == STARTUP_S + 8 * 100
-    assert distill_s(preset, tasks=3, n_per_task=None) == STARTUP_S + 3 * 100  # 9 teacher rollouts: 3 waves
-    assert distill_s(preset, tasks=3, n_per_task=1) == STARTUP_S + 1 * 100
+    assert evaluate_s(preset, tasks=8, samples=2, harnesses=1) == STARTUP_S + 4 * T  # 16 rollouts, 4 at a time
+    assert evaluate_s(preset, tasks=8, samples=2, harnesses=2) == STARTUP_S + 8 * T
+    assert distill_s(preset, tasks=3, n_per_task=None) == STARTUP_S + 3 * T  # 9 teacher rollouts: 3 waves
+    assert distill_s(preset, tasks=3, n_per_task=1) == STARTUP_S + 1 * T
 
 
 def test_grpo_adds_an_allowance_per_optimiser_update_to_its_rollouts(preset: Preset) -> None:
     # a GRPO step: 2 groups x 4 rollouts = 2 waves, + 2 refill waves, then 1 update
-    assert rl_s(preset, steps=3) == STARTUP_S + 3 * (4 * 100 + UPDATE_S)
-    assert rl_s(preset, steps=None) == STARTUP_S + preset.train.steps * (4 * 100 + UPDATE_S)
+    assert rl_s(preset, steps=3) == STARTUP_S + 3 * (4 * T + UPDATE_S)
+    assert rl_s(preset, steps=None) == STARTUP_S + preset.train.steps * (4 * T + UPDATE_S)
     preset.train.ppo_mini_batch_size = 1
-    assert rl_s(preset, steps=1) == STARTUP_S + 4 * 100 + 2 * UPDATE_S
+    assert rl_s(preset, steps=1) == STARTUP_S + 4 * T + 2 * UPDATE_S

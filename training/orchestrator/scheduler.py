@@ -24,13 +24,14 @@ import logging
 import shutil
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import aclosing
 from pathlib import Path
 from typing import Any, Protocol
 
 from sqlalchemy import Engine
 
+from environments.deadline import wait_excluding_engine
 from environments.records import ErrorKind, Outcome, RolloutResult, RolloutSpec
 from training.orchestrator.backend import SandboxBackend, SandboxError, SandboxHandle
 from training.orchestrator.classify import base_result, from_exit
@@ -48,6 +49,8 @@ class ProxyClient(Protocol):
                        *, rollout_id: str | None = None, model: str | None = None) -> Any: ...
 
     async def get(self, rollout_id: str) -> dict[str, Any]: ...
+
+    async def engine_seconds(self, rollout_id: str) -> float: ...
 
     async def finish(self, rollout_id: str, *, status: str = "ok", reward: float | None = None,
                      error_kind: str | None = None, error: str | None = None, logs: str | None = None) -> dict[str, Any]: ...
@@ -119,18 +122,26 @@ class Scheduler:
         if self.db is not None:
             await asyncio.to_thread(record_started, self.db, spec, self.backend.name)
         try:
+            started: list[SandboxHandle] = []
+
+            async def start_and_wait() -> Any:
+                started.append(await self.backend.start(spec))
+                return await self.backend.wait(started[0])
+
             try:
-                async with asyncio.timeout(spec.timeout_sec):
-                    handle = await self.backend.start(spec)
-                    ex = await self.backend.wait(handle)
+                try:
+                    # the engine's time answering this rollout does not count (environments/deadline.py)
+                    ex = await wait_excluding_engine(start_and_wait(), spec.timeout_sec, self._engine_clock(spec))
+                finally:
+                    handle = started[0] if started else None
                 reported = ex.report is not None
                 tail = (await self.backend.logs(handle))[-4000:] if not reported else ""
                 result = from_exit(base_result(spec, self.backend.name, handle), ex, log_tail=tail)
-            except TimeoutError:
+            except TimeoutError as exc:
                 result = base_result(spec, self.backend.name, handle)
                 result.status = Outcome.timeout
                 result.error_kind = ErrorKind.deadline_exceeded.value
-                result.error = f"rollout exceeded its {spec.timeout_sec:g}s wall-clock timeout"
+                result.error = f"rollout exceeded its timeout: {exc}"
                 if handle is not None:
                     await self.backend.cancel(handle)
             except SandboxError as exc:
@@ -150,6 +161,13 @@ class Scheduler:
         result.timings["total"] = result.seconds
         await self._record(spec, result, handle, reported=reported)
         return result
+
+    def _engine_clock(self, spec: RolloutSpec) -> Callable[[], Awaitable[float]] | None:
+        """The proxy's count of the seconds its engine spent answering ``spec``'s calls."""
+        if self.proxy is None or not spec.token:
+            return None
+        proxy = self.proxy
+        return lambda: proxy.engine_seconds(spec.rollout_id)
 
     async def _verify_separately(self, spec: RolloutSpec, result: RolloutResult) -> RolloutResult:
         """``environment_mode = "separate"`` (separate.py): score the handed-over artifacts in

@@ -262,6 +262,7 @@ def create_app(engine: ChatEngine, *, db_url: str | None = None, admin_key: str 
             if not engine_sees_images:
                 chat = images_to_text(chat)
         t0 = time.perf_counter()
+        state.engine_clock.call_started()
         try:
             # vLLM's extras: the sample needs the engine's own ids and logprobs (DESIGN §5).
             answer = await engine.chat_completions({**chat, "return_token_ids": True, "logprobs": True})
@@ -279,6 +280,8 @@ def create_app(engine: ChatEngine, *, db_url: str | None = None, admin_key: str 
                                                     error=f"engine rejected the request: {exc}",
                                                     policy_version=engine.policy_version))
             raise ProxyError(exc.status_code, f"engine rejected the request: {exc}", param=exc.param) from exc
+        finally:
+            state.engine_clock.call_ended()
         ms = (time.perf_counter() - t0) * 1000
         prompt_ids, response_ids, logprobs, finish = _samples(answer)
         t1 = time.perf_counter()
@@ -376,6 +379,18 @@ def create_app(engine: ChatEngine, *, db_url: str | None = None, admin_key: str 
         except ProxyError as exc:
             return error_response("admin", exc)
 
+    @app.get("/admin/rollouts/{rollout_id}/engine-time")
+    async def get_engine_time(request: Request, rollout_id: str) -> Response:
+        """The rollout's engine seconds (engine_clock.py): the scheduler leaves them out of
+        the rollout's wall-clock timeout."""
+        try:
+            check_admin(request)
+            state = await recorder.state_for_id(rollout_id)
+            return JSONResponse({"rollout_id": rollout_id, "engine_seconds": state.engine_clock.seconds(),
+                                 "in_flight": state.engine_clock.in_flight})
+        except ProxyError as exc:
+            return error_response("admin", exc)
+
     @app.get("/admin/rollouts/{rollout_id}/calls")
     async def get_calls(request: Request, rollout_id: str) -> Response:
         try:
@@ -423,6 +438,17 @@ def create_app(engine: ChatEngine, *, db_url: str | None = None, admin_key: str 
             state = await recorder.resolve(token)
             await recorder.mark_agent_done(state)
             return JSONResponse({"rollout_id": state.rollout_id, "model_calls": "revoked"})
+        except ProxyError as exc:
+            return error_response("admin", exc)
+
+    @app.get("/rollouts/{token}/engine-time")
+    async def token_engine_time(request: Request, token: str) -> Response:
+        """Seconds the engine has spent answering this rollout (engine_clock.py): the runner
+        leaves them out of the agent's timeout."""
+        try:
+            state = await recorder.resolve(token)
+            return JSONResponse({"rollout_id": state.rollout_id, "engine_seconds": state.engine_clock.seconds(),
+                                 "in_flight": state.engine_clock.in_flight})
         except ProxyError as exc:
             return error_response("admin", exc)
 

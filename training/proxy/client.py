@@ -71,6 +71,10 @@ class ProxyAdminClient:
     async def get(self, rollout_id: str) -> dict[str, Any]:
         return await self._json("GET", f"/admin/rollouts/{rollout_id}")
 
+    async def engine_seconds(self, rollout_id: str) -> float:
+        """Wall seconds the engine has spent answering the rollout's calls (engine_clock.py)."""
+        return float((await self._json("GET", f"/admin/rollouts/{rollout_id}/engine-time"))["engine_seconds"])
+
     async def calls(self, rollout_id: str) -> list[dict[str, Any]]:
         return await self._json("GET", f"/admin/rollouts/{rollout_id}/calls")
 

@@ -38,6 +38,7 @@ from storage.migrate import upgrade
 from storage.models import ModelCall, Rollout, RolloutStatus
 from training.proxy.budget import BudgetLedger, GenerationBudget, generated_tokens
 from training.proxy.checkpoint import WalCheckpointer, no_autocheckpoint
+from training.proxy.engine_clock import EngineClock
 from training.proxy.errors import ProxyError
 from training.proxy.rows import CallRows
 from training.proxy.side_files import SideFiles
@@ -84,6 +85,8 @@ class RolloutState:
     started_calls: int = 0
     engine_errors: int = 0
     ledger: BudgetLedger = field(default_factory=lambda: BudgetLedger(GenerationBudget()))
+    #: Wall time the engine spent answering this rollout's calls (engine_clock.py).
+    engine_clock: EngineClock = field(default_factory=EngineClock)
     #: The last acknowledged calls with token ids (newest first): what the next call is
     #: stored against. Two: the main thread and one side call (a title, a sub-agent).
     bases: deque[CallBase] = field(default_factory=lambda: deque(maxlen=RECENT_BASES))

@@ -124,3 +124,43 @@ async def test_proxy_registration_and_relay(tiny_task: Path, sqlite_url: str, db
     with session_scope(db_engine) as db:
         row = db.get(Rollout, result.rollout_id)
         assert row is not None and row.n_calls == 1 and row.status == "ok"
+
+
+@pytest.mark.slow
+async def test_time_the_engine_spends_answering_does_not_count_against_the_rollout_timeout(
+        tiny_task: Path, sqlite_url: str, db_engine) -> None:
+    """An engine that takes 12 s to answer (a loaded CPU, a busy GPU server) times out neither
+    a task whose agent timeout is 6 s (the runner's clock) nor a rollout with an 8 s budget (the
+    scheduler's): budgets are the harness's and the sandbox's time (environments/deadline.py).
+    Without the proxy's engine clock at the scheduler, the same rollout times out."""
+    from testkit.fakes.vllm import FakeReply, FakeVLLM
+    from testkit.tasks import make_task
+
+    tiny_task = make_task(tiny_task.parent, "short-agent-timeout", agent_timeout=6.0)
+    from training.engines.openai_compat import OpenAICompatEngine
+    from training.proxy.server import ProxyServer
+
+    results = {}
+    async with FakeVLLM() as fake:
+        engine = OpenAICompatEngine(fake.base_url, timeout=60)
+        try:
+            async with ProxyServer(engine, db_url=sqlite_url) as proxy:
+                client = proxy.client()
+                backend = LocalBackend()
+                try:
+                    for label, with_clock in (("excluded", True), ("counted", False)):
+                        fake.script(FakeReply.text("ok", delay=12.0))
+                        s = spec(tiny_task, "command", timeout=8, harness_options={"argv": [sys.executable, "-c", PROXY_CALL]})
+                        scheduler = Scheduler(backend, proxy=client, db=db_engine)
+                        if not with_clock:
+                            scheduler._engine_clock = lambda _spec: None  # type: ignore[method-assign]
+                        results[label] = await scheduler.run_one(s)
+                finally:
+                    await backend.aclose()
+                    await client.aclose()
+        finally:
+            await engine.aclose()
+    ok, counted = results["excluded"], results["counted"]
+    assert ok.status == Outcome.ok and ok.n_calls == 1, ok
+    assert ok.seconds > 12 and "timed out" not in (ok.error or ""), ok  # the agent finished its call
+    assert counted.status == Outcome.timeout and "8s" in (counted.error or ""), counted

@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
+from environments.deadline import hard_deadline
 from environments.records import (
     RUNNER_REPORT_PREFIX,
     ErrorKind,
@@ -320,7 +321,7 @@ class KubernetesBackend:
         cfg = task.config.environment
         plan = PodPlan(name=name, image=image.ref, workdir=image.workdir, labels=labels, secret_name=name,
                        control_url=self.control.url, cpus=cfg.cpus, memory_mb=cfg.memory_mb,
-                       storage_mb=cfg.storage_mb, gpus=cfg.gpus, deadline_seconds=spec.timeout_sec if spec is not None else None,
+                       storage_mb=cfg.storage_mb, gpus=cfg.gpus, deadline_seconds=hard_deadline(spec.timeout_sec) if spec is not None else None,
                        annotations=annotations)
         try:
             await self._bucket.take()
@@ -469,7 +470,7 @@ class KubernetesBackend:
         if spec.task_id:
             labels[LABEL_TASK] = label_value(spec.task_id)
         age = time.monotonic() - state.created_at
-        patch = {"metadata": {"labels": labels}, "spec": {"activeDeadlineSeconds": int(age + spec.timeout_sec) + 1}}
+        patch = {"metadata": {"labels": labels}, "spec": {"activeDeadlineSeconds": int(age + hard_deadline(spec.timeout_sec)) + 1}}
         try:
             await self.api.patch_pod(state.name, patch)
         except KubeError as exc:
