@@ -44,7 +44,9 @@ async def _settle(job: asyncio.Future) -> None:
 
 def _stage_row(stage_name: str, report, updates: int | None, samples: int | None, note: str = "",  # noqa: ANN001
                previous=None) -> dict:  # noqa: ANN001
-    row = {"stage": stage_name, "n": report.samples, "mean_reward": round(report.mean_reward, 4),
+    # rollouts that ended without a score (timeout, infra error): not in n, said in the table
+    unscored = sum(v for h in report.harnesses for k, v in h.outcomes.items() if "/" not in k and k != "ok")
+    row = {"stage": stage_name, "n": report.samples, "unscored": unscored, "mean_reward": round(report.mean_reward, 4),
            "stderr": round(report.stderr, 4), "updates": updates, "samples_trained": samples, "note": note}
     if previous is not None:
         row.update(step_up(previous, report))
