@@ -3,10 +3,8 @@ how its CPU-bound workers share them (:class:`CoreClaim`)."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
-from collections.abc import Iterator
 from typing import ClassVar
 
 
@@ -45,16 +43,6 @@ class CoreClaim:
         with self._lock:
             others = sum(n for key, n in self._held.items() if key != id(self))
         return max(1, available_cores() - others)
-
-    @contextlib.contextmanager
-    def using_what_is_left(self) -> Iterator[int]:
-        """Hold what is left for the block; yields that count."""
-        cores = self.left()
-        self.hold(cores)
-        try:
-            yield cores
-        finally:
-            self.release()
 
     def __del__(self) -> None:  # a dropped worker gives its cores back
         self.release()

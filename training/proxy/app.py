@@ -386,8 +386,7 @@ def create_app(engine: ChatEngine, *, db_url: str | None = None, admin_key: str 
         try:
             check_admin(request)
             state = await recorder.state_for_id(rollout_id)
-            return JSONResponse({"rollout_id": rollout_id, "engine_seconds": state.engine_clock.seconds(),
-                                 "in_flight": state.engine_clock.in_flight})
+            return JSONResponse({"rollout_id": state.rollout_id, **state.engine_clock.snapshot()})
         except ProxyError as exc:
             return error_response("admin", exc)
 
@@ -447,8 +446,7 @@ def create_app(engine: ChatEngine, *, db_url: str | None = None, admin_key: str 
         leaves them out of the agent's timeout."""
         try:
             state = await recorder.resolve(token)
-            return JSONResponse({"rollout_id": state.rollout_id, "engine_seconds": state.engine_clock.seconds(),
-                                 "in_flight": state.engine_clock.in_flight})
+            return JSONResponse({"rollout_id": state.rollout_id, **state.engine_clock.snapshot()})
         except ProxyError as exc:
             return error_response("admin", exc)
 

@@ -36,3 +36,7 @@ class EngineClock:
         """Busy seconds so far, the open interval of calls still in the engine included."""
         open_part = time.monotonic() - self._since if self._since is not None else 0.0
         return self._done + open_part
+
+    def snapshot(self) -> dict[str, float | int]:
+        """What the ``engine-time`` endpoints answer."""
+        return {"engine_seconds": self.seconds(), "in_flight": self.in_flight}
