@@ -29,8 +29,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
-
 from environments.taskdir import TaskDir
 from openforge.presets import Preset
 from openforge.settings import get_settings
@@ -50,51 +48,9 @@ from training.workflows.common import (
 )
 from training.workflows.compose import compose
 from training.workflows.plots import curves_png
+from training.workflows.reports import RLReport, StepRecord
 
 log = logging.getLogger(__name__)
-
-
-class StepRecord(BaseModel):
-    step: int
-    reward_mean: float
-    success_rate: float
-    episode_calls: float
-    outcomes: dict[str, int]
-    groups: int
-    zero_variance_groups: int
-    samples: int
-    overlong_dropped: int = 0
-    updates: int = 0
-    metrics: dict[str, float] = Field(default_factory=dict)
-    seconds: float
-    #: Wall time of the step in which no engine call was in flight / the trainer neither
-    #: stepped nor pushed weights (async mode: the step runs from the previous one's end).
-    engine_idle_seconds: float = 0.0
-    trainer_idle_seconds: float = 0.0
-    #: Call staleness (trainer version − the call's policy version) → trainable calls consumed.
-    staleness: dict[int, int] = Field(default_factory=dict)
-    stale_dropped: int = 0  # samples (calls) of trajectories dropped as older than train.max_staleness
-    stale_corrected: int = 0  # ... kept and importance-corrected (stale_policy = correct)
-    spanning: int = 0  # trajectories whose calls span policy versions
-    spanning_dropped: int = 0
-    mode: str = "sync"
-
-
-class RLReport(BaseModel):
-    run_id: str
-    preset: str
-    steps: list[StepRecord]
-    checkpoint: str | None
-    curve_png: str | None
-    seconds: float
-
-    @property
-    def updates(self) -> int:
-        return sum(s.updates for s in self.steps)
-
-    @property
-    def samples_trained(self) -> int:
-        return sum(s.samples for s in self.steps if s.updates)
 
 
 class NoLearningSignal(RuntimeError):

@@ -28,6 +28,7 @@ from openforge.presets import Preset
 from training.trainers.verl.agent_loop import write_agent_loop_config
 from training.trainers.verl.dataset import write_dataset
 from training.trainers.verl.launch import verl_command, verl_files
+from training.workflows.reports import RLReport, StepRecord
 
 STEP_LINE = re.compile(r"step:(\d+)\s+-\s+(.*)")
 
@@ -64,10 +65,9 @@ def prepare_run(preset: Preset, tasks: Sequence[TaskDir], run_dir: Path, *, mode
 
 async def run_verl(preset: Preset, tasks: Sequence[TaskDir], composition: Any, *, model_path: str | Path | None,
                    steps: int, run_id: str, out_dir: Path) -> Any:
-    """Launch veRL's GRPO for ``steps`` steps; returns an :class:`~training.workflows.rl.RLReport`."""
+    """Launch veRL's GRPO for ``steps`` steps; returns an :class:`~training.workflows.reports.RLReport`."""
     from training.engines.model_store import resolve_model  # noqa: PLC0415
     from training.workflows.compose import Host  # noqa: PLC0415
-    from training.workflows.rl import RLReport, StepRecord  # noqa: PLC0415
 
     t0 = time.perf_counter()
     model = resolve_model(str(model_path) if model_path else preset.engine.model_path)
