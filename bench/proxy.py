@@ -588,7 +588,7 @@ async def openforge_proxy(engine_url: str, workdir: Path, name: str, *, full: bo
                           db_url: str | None = None, root: Path = ROOT) -> tuple[Proc, str, str]:
     db_url = db_url or f"sqlite:///{workdir / (name + '.db')}"
     port = free_port()
-    cmd = [sys.executable, "-m", "flows.cli", "proxy", "serve", "--engine", engine_url, "--port", str(port),
+    cmd = [sys.executable, "-m", "cli", "proxy", "serve", "--engine", engine_url, "--port", str(port),
            "--db", db_url, "--admin-key", "bench", "--max-calls", "100000000"]
     proc = spawn(name, cmd + (["--full-storage"] if full else []), workdir, env={"PYTHONPATH": str(root)})
     await wait_http(f"http://127.0.0.1:{port}/healthz", proc)

@@ -1,32 +1,37 @@
 """Flows ``distill``, ``sft-train``, ``rl-train`` and ``evaluate`` (module not named
 ``training``: Prefect loads flow scripts with their folder on sys.path, where a
 ``flows/training.py`` would shadow the ``training`` package). Each flow is a short list of
-steps over the task bank, calling the training workflows through thin Prefect tasks."""
+steps over the task bank, calling the training workflows through thin Prefect tasks.
+
+Like ``pipeline``, each persists its tasks' results in the data dir (``tasks.cache.in_data_dir``)
+and reuses one whose inputs are unchanged unless ``params.fresh``; each task runs under the
+ceiling its preset budgets (``tasks.budgets``; docs/resume.md)."""
 
 from __future__ import annotations
 
 from prefect import flow
 
 from flows.artifacts import png_markdown, publish_markdown, publish_table, rows_markdown
+from flows.checks import no_tasks
 from flows.params import DistillParams, EvaluateParams, RLParams, SFTParams
 from openforge.presets import load_preset
+from tasks import budgets
 from tasks.bank import select_task_dirs
-from tasks.training import distill_task, evaluate_task, rl_task, sft_task
-
-
-def _no_tasks(what: str, domain: str | None, purpose: str | None) -> ValueError:
-    return ValueError(f"{what}: no verified tasks with domain={domain!r} purpose={purpose!r} in the bank "
-                      f"(run `openforge synthesize --domain {domain or 'claw'} --purpose {purpose or 'rl'}` first)")
+from tasks.cache import in_data_dir, refreshing
+from tasks.training import distill_task, evaluate_task, rl_task, sft_examples, sft_task
 
 
 @flow(name="distill")
 async def distill_flow(params: DistillParams = DistillParams()) -> dict:
     """Teacher rollouts (N per task, default 3) through the real rollout path; successful
     trajectories are filtered as in the paper and exported as chat JSONL + token Parquet."""
+    preset = load_preset(params.preset, params.overrides)
     dirs = select_task_dirs(params.domain, params.purpose, params.max_tasks)
     if not dirs:
-        raise _no_tasks("distill", params.domain, params.purpose)
-    report = await distill_task(params.preset, params.overrides, dirs, params.teacher, params.n_per_task)
+        raise no_tasks("distill", params.domain, params.purpose)
+    distill = in_data_dir(distill_task, budgets.distill_s(preset, len(dirs), params.n_per_task))
+    with refreshing(params.fresh):
+        report = await distill(params.preset, params.overrides, dirs, params.teacher, params.n_per_task)
     await publish_table("distill-outcomes", [{"outcome": k, "rollouts": v} for k, v in report.outcomes.items()],
                   f"Distillation {report.run_id}: rollout outcome classes")
     await publish_table("distill-summary", [report.model_dump(include={"teacher", "tasks", "rollouts", "kept_trajectories", "examples", "parquet"})],
@@ -38,7 +43,10 @@ async def distill_flow(params: DistillParams = DistillParams()) -> dict:
 async def sft_flow(params: SFTParams) -> dict:
     """Supervised fine-tuning on distilled examples (loss on policy tokens only); saves an
     HF checkpoint and publishes the loss curve."""
-    report = sft_task(params.preset, params.overrides, params.data, params.model_path)
+    preset = load_preset(params.preset, params.overrides)
+    sft = in_data_dir(sft_task, budgets.sft_s(preset, sft_examples(params.data)))
+    with refreshing(params.fresh):
+        report = await sft(params.preset, params.overrides, params.data, params.model_path)
     await publish_markdown("sft-report", f"# SFT {report.run_id}\n\n{report.examples} examples "
                      f"({report.overlong_dropped} dropped as overlong), {report.updates} updates, checkpoint "
                      f"`{report.checkpoint}`\n\n" + png_markdown(report.curve_png, "SFT loss"), "SFT loss curve")
@@ -58,8 +66,10 @@ async def rl_flow(params: RLParams = RLParams()) -> dict:
     domain = params.domain or preset.tasks.domain
     dirs = select_task_dirs(domain, params.purpose, params.max_tasks)
     if not dirs:
-        raise _no_tasks("rl-train", domain, params.purpose)
-    report = await rl_task(params.preset, params.overrides, dirs, params.model_path, params.steps)
+        raise no_tasks("rl-train", domain, params.purpose)
+    grpo = in_data_dir(rl_task, budgets.rl_s(preset, params.steps))
+    with refreshing(params.fresh):
+        report = await grpo(params.preset, params.overrides, dirs, params.model_path, params.steps)
     rows = rl_step_rows(report)
     await publish_table("rl-steps", rows, f"GRPO {report.run_id}: per-step reward and loss")
     await publish_markdown("rl-report", f"# GRPO {report.run_id} ({report.preset})\n\n" + rows_markdown(rows)
@@ -86,12 +96,15 @@ async def evaluate_flow(params: EvaluateParams = EvaluateParams()) -> dict:
 
     dirs = select_task_dirs(params.domain, params.purpose, params.max_tasks)
     if not dirs:
-        raise _no_tasks("evaluate", params.domain, params.purpose)
+        raise no_tasks("evaluate", params.domain, params.purpose)
     labels = params.labels or [p or "base" for p in params.model_paths]
-    reports: list[EvalReport] = [
-        await evaluate_task(params.preset, params.overrides, dirs, path, label, params.harnesses, params.k)
-        for path, label in zip(params.model_paths, labels, strict=True)
-    ]
+    preset = load_preset(params.preset, params.overrides)
+    evaluate = in_data_dir(evaluate_task, budgets.evaluate_s(preset, len(dirs), params.k, len(params.harnesses)))
+    with refreshing(params.fresh):
+        reports: list[EvalReport] = [
+            await evaluate(params.preset, params.overrides, dirs, path, label, params.harnesses, params.k)
+            for path, label in zip(params.model_paths, labels, strict=True)
+        ]
     return await publish_evaluation(reports)
 
 

@@ -18,6 +18,19 @@ class SynthesizeParams(BaseModel):
     model: str | None = Field(None, description="Agent model (claude: opus by default).")
     base_url: str | None = Field(None, description="Endpoint of the openai backend.")
     families: list[str] | None = Field(None, description="Procedural families to draw from (default: the pool's).")
+    k_rollouts: int = Field(0, ge=0, description="Test-model rollouts per task (difficulty estimate; 0: none).")
+    test_harness: str = Field("mini", description="Harness of the test-model rollouts.")
+    test_engine: str | None = Field(None, description="Engine of the test-model rollouts: an OpenAI-compatible URL "
+                                    "or 'local' (default: the local engine).")
+    sandbox: Literal["local", "docker", "kubernetes"] = Field("local", description="Sandbox backend of the "
+                                                              "test-model rollouts.")
+    max_refine: int = Field(2, ge=0, description="Refine iterations per task before it is rejected.")
+    tau: float | None = Field(None, gt=0, le=1, description="Dedup cosine threshold (default: the embedding model's).")
+    pool: str | None = Field(None, description="User pool of seeds: a JSONL file or folder (default: the domain's "
+                             "packaged pool).")
+    judge: Literal["heuristic", "llm"] = Field("heuristic", description="Prune stage quality judge.")
+    fresh: bool = Field(False, description="Run again instead of reusing the report cached by an earlier run with "
+                        "the same seed and parameters (the new report replaces it).")
 
 
 class DistillParams(BaseModel):
@@ -28,6 +41,8 @@ class DistillParams(BaseModel):
     purpose: Literal["rl", "sft"] | None = Field("sft", description="Tasks of this purpose.")
     max_tasks: int | None = Field(None, ge=1, description="Use at most this many tasks.")
     overrides: dict[str, Any] = Field(default_factory=dict, description="Dotted preset overrides.")
+    fresh: bool = Field(False, description="Run again instead of reusing the result cached in the data dir by an "
+                        "earlier run with the same inputs (the new result replaces it).")
 
 
 class SFTParams(BaseModel):
@@ -35,6 +50,8 @@ class SFTParams(BaseModel):
     data: str = Field(..., description="Parquet of SFT examples (from distill).")
     model_path: str | None = Field(None, description="Start checkpoint (default: the default policy).")
     overrides: dict[str, Any] = Field(default_factory=dict, description="Dotted preset overrides.")
+    fresh: bool = Field(False, description="Run again instead of reusing the result cached in the data dir by an "
+                        "earlier run with the same inputs (the new result replaces it).")
 
 
 class RLParams(BaseModel):
@@ -45,6 +62,8 @@ class RLParams(BaseModel):
     purpose: Literal["rl", "sft"] | None = Field("rl", description="Tasks of this purpose.")
     max_tasks: int | None = Field(None, ge=1, description="Use at most this many tasks.")
     overrides: dict[str, Any] = Field(default_factory=dict, description="Dotted preset overrides, e.g. {'train.lr': 1e-6}.")
+    fresh: bool = Field(False, description="Run again instead of reusing the result cached in the data dir by an "
+                        "earlier run with the same inputs (the new result replaces it).")
 
 
 class EvaluateParams(BaseModel):
@@ -57,6 +76,8 @@ class EvaluateParams(BaseModel):
     purpose: Literal["rl", "sft"] | None = Field("rl", description="Tasks of this purpose.")
     max_tasks: int | None = Field(None, ge=1, description="Use at most this many tasks.")
     overrides: dict[str, Any] = Field(default_factory=dict, description="Dotted preset overrides.")
+    fresh: bool = Field(False, description="Run again instead of reusing the result cached in the data dir by an "
+                        "earlier run with the same inputs (the new result replaces it).")
 
 
 class PipelineParams(BaseModel):

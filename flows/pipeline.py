@@ -22,12 +22,12 @@ from prefect import flow
 from flows.artifacts import png_markdown, publish_markdown, publish_table, rows_markdown
 from flows.learning import publish_evaluation, rl_step_rows
 from flows.params import PipelineParams, SynthesizeParams
-from flows.progress import stage
 from flows.synthesize import synthesize_flow
 from openforge.presets import load_preset
 from tasks import budgets
 from tasks.cache import in_data_dir, noting_reuse, refreshing, results_dir
-from tasks.training import distill_task, evaluate_task, rl_task, sft_task
+from tasks.progress import stage
+from tasks.training import distill_task, evaluate_task, rl_task, sft_examples, sft_task
 
 STAGES = ("synthesize RL tasks", "synthesize SFT tasks", "distill + SFT, evaluate base alongside",
           "GRPO, evaluate SFT alongside", "evaluate SFT+RL")
@@ -105,10 +105,9 @@ async def _pipeline(params: PipelineParams, reused: list[str]) -> dict:
     try:
         distill = in_data_dir(distill_task, budgets.distill_s(preset, len(sft_dirs), None))
         distilled = await distill(params.preset, params.overrides, sft_dirs, params.teacher, None)
-        # a blocking task: in the task runner's thread, so the event loop keeps the evaluation going
-        # (no ceiling: in-process computation, which a thread's timeout could not interrupt; tasks/budgets.py)
-        sft_run = in_data_dir(sft_task)
-        sft = await asyncio.to_thread(sft_run.submit(params.preset, params.overrides, distilled.parquet, None).result)
+        # trains in a worker thread, so the event loop keeps the evaluation going (tasks/training.py)
+        sft_run = in_data_dir(sft_task, budgets.sft_s(preset, sft_examples(distilled.parquet)))
+        sft = await sft_run(params.preset, params.overrides, distilled.parquet, None)
         evals = {"base": await base_eval}
     finally:
         await _settle(base_eval)

@@ -13,9 +13,10 @@ and a stage that hangs (a wedged engine, a sandbox the scheduler lost) fails wit
 - Optimiser updates have no preset budget; each is allowed :data:`UPDATE_S`.
 - Every task also gets :data:`STARTUP_S` for loading a model, starting an engine and the proxy.
 
-SFT gets none: it is in-process computation with nothing to wait on (no sandbox, engine or
-network), and it runs in a worker thread, where a Prefect timeout cannot interrupt a blocked
-call anyway (it is raised only between Python bytecodes, and Prefect warns on every run).
+SFT: ``sft.epochs x ceil(examples / sft.batch_size)`` updates. It trains in a worker thread
+under an async task (``tasks.training.sft_task``): past the ceiling the task ends ``TimedOut``
+at once and the thread stops before its next update (a single blocked update, a wedged CUDA
+kernel, cannot be interrupted from Python).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from openforge.presets import Preset
 STARTUP_S = 900.0
 #: Ceiling of one optimiser update (forward, backward, step) on the slowest supported device.
 UPDATE_S = 600.0
+#: Examples assumed for an SFT data file whose row count cannot be read before training.
+UNKNOWN_SFT_EXAMPLES = 256
 
 
 def rollouts_s(preset: Preset, rollouts: int, *, refill: bool) -> float:
@@ -57,3 +60,10 @@ def rl_s(preset: Preset, steps: int | None) -> float:
 def evaluate_s(preset: Preset, tasks: int, samples: int, harnesses: int) -> float:
     """``samples`` rollouts per task, for each harness in turn (no refills)."""
     return STARTUP_S + harnesses * rollouts_s(preset, tasks * samples, refill=False)
+
+
+def sft_s(preset: Preset, examples: int | None) -> float:
+    """``sft.epochs x ceil(examples / sft.batch_size)`` updates; ``examples`` unknown (a file not
+    readable here) counts as :data:`UNKNOWN_SFT_EXAMPLES`."""
+    updates = preset.sft.epochs * math.ceil((examples if examples is not None else UNKNOWN_SFT_EXAMPLES) / preset.sft.batch_size)
+    return STARTUP_S + updates * UPDATE_S

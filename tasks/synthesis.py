@@ -1,15 +1,24 @@
 """Prefect task: one synthesis run (resumable; every stage records its progress in the DB).
 
 A seeded (or named) run's report is cached by its parameters (:data:`tasks.stage_keys.SYNTHESIS_KEY`),
-so a re-run pipeline reuses the tasks it made instead of synthesizing new ones."""
+so a re-run pipeline reuses the tasks it made instead of synthesizing new ones. With
+``k_rollouts`` the test stage rolls the test model out ``k`` times per task through the real
+rollout path (:func:`training.orchestrator.single.rollout_once`: a sandbox and a proxy each)."""
 
 from __future__ import annotations
 
-from prefect import get_run_logger, task
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from prefect import task
 
 from tasks.cache import note_reuse
+from tasks.progress import Tracker, track
 from tasks.retry import infra_only
 from tasks.stage_keys import SYNTHESIS_KEY
+
+if TYPE_CHECKING:
+    from synthesis.checker import CheckOutcome, RolloutFn
 
 PAID_BACKEND_LIMITS = {"claude": "anthropic-api", "openai": "openai-api"}
 #: Hang guard of a whole synthesis run: no preset budgets it (the agents' own budgets are turns
@@ -17,31 +26,69 @@ PAID_BACKEND_LIMITS = {"claude": "anthropic-api", "openai": "openai-api"}
 SYNTHESIS_TIMEOUT_S = 12 * 3600
 
 
+def model_rollouts(sandbox: str, engine: str | None, model: str = "policy") -> RolloutFn:
+    """The test stage's model rollouts through the real scheduler (one sandbox + proxy each)."""
+    from synthesis.checker import CheckOutcome
+
+    async def run(task_dir: Path, harness: str) -> CheckOutcome:
+        from training.orchestrator.single import rollout_once
+
+        doc = await rollout_once(str(task_dir), harness, backend=sandbox, engine=engine, model=model)
+        return CheckOutcome(harness=harness, reward=doc.get("reward"), status=doc.get("status", "infra_error"),
+                            error=doc.get("error"), checks=doc.get("checks") or {}, seconds=doc.get("seconds", 0.0),
+                            rollout_id=doc.get("rollout_id"), log_path=doc.get("logs_dir"))
+
+    return run
+
+
+def stage_progress(tracker: Tracker) -> Any:
+    """A :func:`synthesis.pipeline.synthesize` progress callback moving ``tracker`` on by the
+    tasks the test stage verifies (its count is 1 exactly when a task ends verified), with
+    every stage's running count as the note."""
+    counts: dict[str, int] = {}
+
+    def progress(stage: str, event: str, data: dict[str, Any]) -> None:
+        if event != "done" or not data.get("count"):
+            return
+        counts[stage] = counts.get(stage, 0) + int(data["count"])
+        note = ", ".join(f"{s} {c}" for s, c in counts.items())
+        if stage == "test":
+            tracker.advance(int(data["count"]), note=note)
+        else:
+            tracker.update(tracker.done, note=note)
+
+    return progress
+
+
 @task(name="synthesize", retries=2, retry_delay_seconds=5, retry_condition_fn=infra_only,
       cache_policy=SYNTHESIS_KEY, result_serializer="json", timeout_seconds=SYNTHESIS_TIMEOUT_S,
       on_completion=[note_reuse])
 async def run_synthesis(domain: str, n: int, purpose: str, backend: str, parallelism: int, seed: int | None = None,
                         run_id: str | None = None, model: str | None = None, base_url: str | None = None,
-                        families: list[str] | None = None) -> dict:
+                        families: list[str] | None = None, k_rollouts: int = 0, test_harness: str = "mini",
+                        test_engine: str | None = None, sandbox: str = "local", max_refine: int = 2,
+                        tau: float | None = None, pool: str | None = None, judge: str = "heuristic") -> dict:
+    from openforge.settings import get_settings
+    from synthesis.checker import LocalChecker
     from synthesis.config import SynthConfig
     from synthesis.pipeline import synthesize
     from synthesis.runtime.factory import make_runtime
 
-    logger = get_run_logger()
     config = SynthConfig(domain=domain, n=n, backend=backend, purpose=purpose, workers=parallelism, seed=seed,
-                         families=families)
+                         families=families, k_rollouts=k_rollouts, test_harness=test_harness, max_refine=max_refine,
+                         tau=tau, pool=pool, quality_judge=judge)
     runtime = make_runtime(backend, model=model, base_url=base_url)
-
-    def progress(stage: str, event: str, data: dict) -> None:
-        if event in ("done", "start"):
-            logger.info("%s %s %s", stage, event, {k: v for k, v in data.items() if k != "dirs"})
+    checker = None
+    if k_rollouts:
+        checker = LocalChecker(get_settings().runs_dir / "synth-checks", rollout=model_rollouts(sandbox, test_engine))
+    progress = stage_progress(track(f"synthesis-{domain}-{purpose}", f"synthesis ({domain}, {purpose})", n, "verified"))
 
     limit = PAID_BACKEND_LIMITS.get(backend)
     if limit is None:
-        report = await synthesize(config, runtime=runtime, run_id=run_id, progress=progress)
+        report = await synthesize(config, runtime=runtime, checker=checker, run_id=run_id, progress=progress)
     else:  # paid API: the global concurrency limit (created by `openforge init`) caps it
         from prefect.concurrency.asyncio import concurrency
 
         async with concurrency(limit, occupy=1, strict=True):
-            report = await synthesize(config, runtime=runtime, run_id=run_id, progress=progress)
+            report = await synthesize(config, runtime=runtime, checker=checker, run_id=run_id, progress=progress)
     return report.model_dump(mode="json")

@@ -112,7 +112,7 @@ def task_images(harbor_bin: Path) -> Iterator[None]:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "flows.cli", *args], capture_output=True, text=True, check=False,
+    return subprocess.run([sys.executable, "-m", "cli", *args], capture_output=True, text=True, check=False,
                           env=os.environ.copy(), timeout=300)
 
 

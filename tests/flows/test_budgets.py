@@ -35,3 +35,11 @@ def test_grpo_adds_an_allowance_per_optimiser_update_to_its_rollouts(preset: Pre
     assert rl_s(preset, steps=None) == STARTUP_S + preset.train.steps * (4 * T + UPDATE_S)
     preset.train.ppo_mini_batch_size = 1
     assert rl_s(preset, steps=1) == STARTUP_S + 4 * T + 2 * UPDATE_S
+
+
+def test_sft_gets_an_allowance_per_optimiser_update_its_data_makes(preset: Preset) -> None:
+    from tasks.budgets import UNKNOWN_SFT_EXAMPLES, sft_s
+
+    # 10 examples in batches of 4: 3 updates an epoch, 2 epochs
+    assert sft_s(preset, 10) == STARTUP_S + 6 * UPDATE_S
+    assert sft_s(preset, None) == STARTUP_S + 2 * (UNKNOWN_SFT_EXAMPLES // 4) * UPDATE_S

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 HARBOR = Path(__file__).parents[1] / "fixtures" / "harbor" / "hello-world"
-OPENFORGE = [sys.executable, "-m", "flows.cli"]
+OPENFORGE = [sys.executable, "-m", "cli"]
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -1,10 +1,12 @@
 """Bad inputs through the ``openforge`` CLI: one line naming the input, a non-zero exit, no traceback
-(flows/errors.py); tracebacks only under ``--debug``. Every case is refused before Prefect starts
-or a model loads, so the table runs in seconds."""
+(cli/errors.py); tracebacks only under ``--debug``. Every case is refused before Prefect starts
+or a model loads (the flows' own input checks, ``flows/checks.py``, run first in the CLI), so the
+table runs in seconds."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +14,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
+from cli.app import app
 from openforge.settings import get_settings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -25,6 +27,14 @@ def _bad_toml(tmp: Path) -> str:
     path = tmp / "broken.toml"
     path.write_text("[train\nlr = 1\n")
     return str(path)
+
+
+def _bad_task_toml(tmp: Path) -> str:
+    """The hello-world task with a task.toml that does not parse."""
+    task = tmp / "bad-task"
+    shutil.copytree(HELLO, task)
+    (task / "task.toml").write_text('version = "1.0"\n[agent\ntimeout_sec = 1\n')
+    return str(task)
 
 
 def _bad_value_toml(tmp: Path) -> str:
@@ -62,6 +72,31 @@ CASES = [
     ("unreachable PostgreSQL, db status", ["db", "status"], DEAD_PG, ["127.0.0.1", "OPENFORGE_DB"]),
     ("unreachable PostgreSQL, tasks ls", ["tasks", "ls"], DEAD_PG, ["127.0.0.1", "OPENFORGE_DB"]),
     ("unreachable PostgreSQL, train rl", ["train", "rl"], DEAD_PG, ["127.0.0.1", "OPENFORGE_DB"]),
+    # synthesis: every option is a parameter of the deployed flow, refused by its typed model or its check
+    ("unknown synthesis backend", ["synthesize", "--backend", "gpt"], None, ["--backend", "'gpt'", "procedural"]),
+    ("unknown sandbox backend, synthesize", ["synthesize", "--sandbox", "vm"], None, ["--sandbox", "'vm'", "docker"]),
+    ("unknown quality judge", ["synthesize", "--judge", "human"], None, ["--judge", "'human'", "heuristic"]),
+    ("dedup threshold out of range", ["synthesize", "--tau", "2"], None, ["--tau", "2"]),
+    ("unknown test harness, synthesize", ["synthesize", "--k-rollouts", "1", "--test-harness", "nosuch"], None,
+     ["nosuch", "react"]),
+    ("openai backend without endpoint", ["synthesize", "--backend", "openai"], None, ["--backend openai", "--base-url"]),
+    ("unreachable PostgreSQL, synthesize", ["synthesize", "--n", "1"], DEAD_PG, ["127.0.0.1", "OPENFORGE_DB"]),
+    # flows' parameters refused by their typed models, named by the option
+    ("GRPO steps below 1", ["train", "rl", "--steps", "0"], None, ["--steps", "0"]),
+    ("k below 1, evaluate", ["evaluate", "--k", "0"], None, ["--k", "0"]),
+    ("unknown purpose, distill", ["distill", "--purpose", "xx"], None, ["--purpose", "'xx'"]),
+    ("unknown preset, pipeline", ["pipeline", "--preset", "nosuch"], None, ["nosuch", "known:"]),
+    ("bad --set value, evaluate", ["evaluate", "--set", "rollout.timeout_sec=soon"], None, ["rollout.timeout_sec"]),
+    # an empty bank: the flow would find nothing to do
+    ("empty bank, distill", ["distill"], None, ["no verified tasks", "openforge synthesize"]),
+    ("empty bank, train rl", ["train", "rl"], None, ["no verified tasks", "openforge synthesize"]),
+    ("empty bank, evaluate", ["evaluate"], None, ["no verified tasks", "openforge synthesize"]),
+    # task dirs and rollouts
+    ("bad task.toml, rollout", ["rollout", _bad_task_toml, "--harness", "oracle"], None, ["task.toml"]),
+    ("bad task.toml, tasks validate", ["tasks", "validate", _bad_task_toml], None, ["task.toml"]),
+    ("uninitialised task DB, export-atif", ["export-atif", "r1", "--out", "{tmp}/atif"], None,
+     ["no tables yet", "openforge init"]),
+    ("bad --verify, model prepare", ["model", "prepare", "--verify", "bits"], None, ["--verify"]),
 ]
 
 
@@ -95,7 +130,7 @@ def test_bad_input_is_one_line_naming_it(argv: list, db: str | None, names: list
 def test_the_installed_entry_point_prints_one_line_too(tmp_path: Path) -> None:
     """The real process (Typer's __call__, not CliRunner): OPENFORGE_DB that does not parse."""
     env = {**os.environ, "OPENFORGE_DB": "notaurl", "OPENFORGE_HOME": str(tmp_path)}
-    proc = subprocess.run([sys.executable, "-m", "flows.cli", "db", "status"], cwd=REPO, env=env,
+    proc = subprocess.run([sys.executable, "-m", "cli", "db", "status"], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 2, proc.stderr
     assert proc.stdout == ""

@@ -68,7 +68,7 @@ def test_pipeline_deployment_runs_on_a_process_worker(tmp_path: Path, openforge_
         server = subprocess.Popen([PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port)], env=env,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         _wait_healthy(api, server)
-        deployed = subprocess.run([sys.executable, "-m", "flows.cli", "deploy"], cwd=REPO, env=env,
+        deployed = subprocess.run([sys.executable, "-m", "cli", "deploy"], cwd=REPO, env=env,
                                   capture_output=True, text=True, timeout=600)
         assert deployed.returncode == 0, deployed.stderr + deployed.stdout
         assert "work pool openforge-process" in deployed.stdout

@@ -161,7 +161,7 @@ def test_a_cached_result_whose_files_are_gone_runs_again(prefect_harness, policy
 def test_the_pipeline_tasks_carry_the_content_keys_and_the_cli_a_fresh_flag() -> None:
     from typer.testing import CliRunner
 
-    from flows.cli import app
+    from cli.app import app
     from tasks.stage_keys import EVALUATE_KEY, RL_KEY, SYNTHESIS_KEY
     from tasks.synthesis import run_synthesis
     from tasks.training import distill_task, evaluate_task, rl_task, sft_task
@@ -196,7 +196,7 @@ def test_killing_the_pipeline_during_sft_and_running_it_again_skips_distillation
     """The issue's check, on the real main job: ``openforge pipeline`` is killed while SFT
     trains (its distillation result is persisted); the same command then reuses synthesis
     and distillation and runs SFT onwards."""
-    args = [sys.executable, "-m", "flows.cli", "pipeline", "--preset", "local", "--n-rl-tasks", "1", "--n-sft-tasks", "1",
+    args = [sys.executable, "-m", "cli", "pipeline", "--preset", "local", "--n-rl-tasks", "1", "--n-sft-tasks", "1",
             "--eval-tasks", "1", "--eval-samples", "1", "--rl-steps", "0", "--seed", "3", "--json",
             "--set", "rollout.concurrency=2", "--set", "rollout.max_tokens=24", "--set", "harness_options.max_steps=2",
             "--set", "sft.epochs=300", "--set", "train.max_prompt_length=4096"]

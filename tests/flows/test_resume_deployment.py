@@ -56,7 +56,7 @@ def test_a_deployed_pipeline_run_again_reuses_every_stage_and_fresh_reruns_them(
         server = subprocess.Popen([PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port)], env=env,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         _wait_healthy(api, server)
-        deployed = subprocess.run([sys.executable, "-m", "flows.cli", "deploy"], check=False, cwd=REPO, env=env,
+        deployed = subprocess.run([sys.executable, "-m", "cli", "deploy"], check=False, cwd=REPO, env=env,
                                   capture_output=True, text=True, timeout=600)
         assert deployed.returncode == 0, deployed.stderr + deployed.stdout
         with (tmp_path / "worker.log").open("w") as worker_log:

@@ -75,7 +75,7 @@ def test_other_apis_and_unknown_rollouts_are_one_line(db_engine, tmp_path: Path)
 
 def test_cli_writes_the_files(db_engine, tmp_path: Path) -> None:
     _record(db_engine)
-    result = subprocess.run([sys.executable, "-m", "flows.cli", "export-atif", "r1", "--out", str(tmp_path / "out")],
+    result = subprocess.run([sys.executable, "-m", "cli", "export-atif", "r1", "--out", str(tmp_path / "out")],
                             capture_output=True, text=True, env=os.environ.copy(), timeout=120, check=False)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "out" / "r1.trajectory.json").is_file()

@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.mark.timeout(900)
 def test_sft_run_skips_test_and_prints_stage_table(openforge_home: Path) -> None:
     env = {**os.environ, "OPENFORGE_HOME": str(openforge_home), "PYTHONPATH": str(REPO), "COLUMNS": "160"}
-    cmd = [sys.executable, "-m", "flows.cli", "synthesize", "--n", "3", "--purpose", "sft", "--seed", "3"]
+    cmd = [sys.executable, "-m", "cli", "synthesize", "--n", "3", "--purpose", "sft", "--seed", "3"]
     out = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=800)
     assert out.returncode == 0, out.stderr[-2000:]
     lines = out.stdout.splitlines()
@@ -37,6 +37,6 @@ def test_sft_run_skips_test_and_prints_stage_table(openforge_home: Path) -> None
     assert kinds == {"build", "validate"}  # no oracle/no-op/rollouts for SFT tasks
     assert all(load_task(t.dir).config.openforge.purpose == "sft" for t in tasks)
 
-    bad = subprocess.run([sys.executable, "-m", "flows.cli", "synthesize", "--backend", "gpt"], cwd=REPO, env=env,
+    bad = subprocess.run([sys.executable, "-m", "cli", "synthesize", "--backend", "gpt"], cwd=REPO, env=env,
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "synthesize: --backend:" in bad.stderr

@@ -27,7 +27,7 @@ N = 16
 
 
 def _cli(home: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "flows.cli", "synthesize", "--domain", "claw", "--n", str(N),
+    return [sys.executable, "-m", "cli", "synthesize", "--domain", "claw", "--n", str(N),
             "--backend", "procedural", "--workers", "2", *args]
 
 
@@ -94,7 +94,7 @@ def test_procedural_run_killed_halfway_resumes_to_exactly_n(openforge_home: Path
 def test_ctrl_c_gives_back_claimed_work(openforge_home: Path) -> None:
     env = {**os.environ, "OPENFORGE_HOME": str(openforge_home), "PYTHONPATH": str(REPO)}
     engine = make_engine(f"sqlite:///{openforge_home / 'openforge.db'}")
-    cmd = [sys.executable, "-m", "flows.cli", "synthesize", "--n", "4", "--workers", "2", "--seed", "11"]
+    cmd = [sys.executable, "-m", "cli", "synthesize", "--n", "4", "--workers", "2", "--seed", "11"]
     # SIGINT back to its default: a shell without job control starts background commands
     # (e.g. `.ci/run &`) with SIGINT ignored, and the child would inherit that and finish.
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -125,7 +125,7 @@ def test_describe_lists_engine_trainer_backend_and_problems() -> None:
 
 
 def test_cli_dry_run_prints_the_composition_and_refuses_impossible_ones_in_one_line() -> None:
-    from flows.cli import app
+    from cli.app import app
 
     runner = CliRunner()
     claw = runner.invoke(app, ["train", "rl", "--preset", "claw", "--dry-run"])

@@ -23,7 +23,7 @@ pytestmark = [needs_desktop(), pytest.mark.slow]
 @pytest.mark.timeout(900)
 def test_procedural_synthesis_of_computer_use_tasks(openforge_home: Path) -> None:
     env = {**os.environ, "OPENFORGE_HOME": str(openforge_home), "PYTHONPATH": str(REPO)}
-    out = subprocess.run([sys.executable, "-m", "flows.cli", "synthesize", "--domain", "computer-use", "--n", "3",
+    out = subprocess.run([sys.executable, "-m", "cli", "synthesize", "--domain", "computer-use", "--n", "3",
                           "--backend", "procedural", "--workers", "2", "--json"],
                          env=env, cwd=REPO, capture_output=True, text=True, timeout=850, check=False)
     assert out.returncode == 0, out.stderr[-3000:]

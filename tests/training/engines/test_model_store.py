@@ -109,7 +109,7 @@ def test_concurrent_first_use_converts_once(tmp_path: Path) -> None:
 def test_cli_model_prepare_prints_the_folder(smollm_dir: Path) -> None:
     from typer.testing import CliRunner
 
-    from flows.cli import app
+    from cli.app import app
 
     result = CliRunner().invoke(app, ["model", "prepare", "--models-dir", str(smollm_dir.parent), "--json"])
     assert result.exit_code == 0, result.output

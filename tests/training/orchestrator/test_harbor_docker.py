@@ -32,7 +32,7 @@ def _docker() -> None:
 
 
 def _cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "flows.cli", *args], capture_output=True, text=True, check=False,
+    return subprocess.run([sys.executable, "-m", "cli", *args], capture_output=True, text=True, check=False,
                           env=os.environ.copy(), timeout=timeout)
 
 

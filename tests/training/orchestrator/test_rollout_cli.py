@@ -1,4 +1,4 @@
-"""``openforge rollout`` (flows/commands/rollout.py over training.orchestrator.single)."""
+"""``openforge rollout`` (cli/commands/rollout.py over training.orchestrator.single)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from flows.cli import app
+from cli.app import app
 
 
 def test_rollout_json_line_oracle_and_hang(tiny_task: Path) -> None:

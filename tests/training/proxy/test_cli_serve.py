@@ -21,7 +21,7 @@ from training.proxy.client import ProxyAdminClient
 @pytest.mark.slow
 async def test_serve_records_and_survives_sigkill(fake_vllm: FakeVLLM, sqlite_url: str) -> None:
     proc = subprocess.Popen(  # noqa: ASYNC220 - a server process the test outlives
-        [sys.executable, "-m", "flows.cli", "proxy", "serve", "--engine", fake_vllm.base_url, "--port", "0",
+        [sys.executable, "-m", "cli", "proxy", "serve", "--engine", fake_vllm.base_url, "--port", "0",
          "--db", sqlite_url, "--admin-key", "sekret"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy())
     try:

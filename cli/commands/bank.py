@@ -1,18 +1,8 @@
-"""The ``openforge`` command line (DESIGN §10).
-
-Every command has ``--help``; ``--json`` prints one JSON document on stdout. Command groups
-other rooms contribute live in ``flows/commands/<name>.py`` and are registered here. A user
-error is one line on stderr and exit 2 (``flows/errors.py``); ``openforge --debug ...`` shows
-tracebacks.
-"""
+"""``openforge init``, ``db status`` and ``tasks validate|import|verify|export|ls|show``: the data
+dir, the task DB and the task bank."""
 
 from __future__ import annotations
 
-import importlib
-import json
-import os
-import pkgutil
-import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -20,53 +10,20 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-import flows.commands
-from flows.errors import UserErrorGroup
-from openforge.logs import configure_logging
-from openforge.settings import get_settings
+from cli.common import echo_json
 
-app = typer.Typer(
-    cls=UserErrorGroup,
-    name="openforge",
-    help="Train agents end-to-end inside their real harnesses.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
 db_app = typer.Typer(help="The task DB.", no_args_is_help=True)
 tasks_app = typer.Typer(help="The task bank: validate, import, verify, export, list, show.", no_args_is_help=True)
-app.add_typer(db_app, name="db")
-app.add_typer(tasks_app, name="tasks")
-
 console = Console()
 
 
-@app.callback()
-def _main(
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log at INFO level.")] = False,
-    debug: Annotated[bool, typer.Option("--debug", envvar="OPENFORGE_DEBUG",
-                                        help="Show Python tracebacks instead of one-line errors.")] = False,
-) -> None:
-    settings = get_settings()
-    configure_logging("INFO" if verbose else settings.log_level, settings.log_json)
-    # Quiet by default: no per-load progress bars or advisory warnings from the ML stack.
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-
-def _echo_json(document: object) -> None:
-    sys.stdout.write(json.dumps(document, default=str) + "\n")
-
-
-@app.command()
 def init(json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
     """Create the data dir and the DB, and run migrations (idempotent)."""
     from storage.admin import init_home
 
     info = init_home()
     if json_out:
-        _echo_json(info)
+        echo_json(info)
     else:
         console.print(f"data dir  {info['home']}\nDB        {info['db']}\nrevision  {info['revision']}")
 
@@ -78,7 +35,7 @@ def db_status(json_out: Annotated[bool, typer.Option("--json", help="Print JSON.
 
     info = status()
     if json_out:
-        _echo_json(info)
+        echo_json(info)
         return
     console.print(f"DB {info['db']}  revision {info['revision']} (head {info['head']})")
     table = Table("table", "rows", "by status")
@@ -98,7 +55,7 @@ def tasks_validate(
 
     problems = [p for path in paths for p in validate_task(path)]
     if json_out:
-        _echo_json([{"path": p.path, "field": p.field, "problem": p.message} for p in problems])
+        echo_json([{"path": p.path, "field": p.field, "problem": p.message} for p in problems])
     else:
         for p in problems:
             typer.echo(str(p))
@@ -119,7 +76,7 @@ def tasks_import(
 
     imported, problems = import_tasks(paths, purpose=purpose)
     if json_out:
-        _echo_json({"imported": imported, "problems": [str(p) for p in problems]})
+        echo_json({"imported": imported, "problems": [str(p) for p in problems]})
     else:
         for p in problems:
             typer.echo(str(p))
@@ -139,7 +96,7 @@ def tasks_verify(
 
     rows = verify_tasks(task_ids or None, backend=backend)
     if json_out:
-        _echo_json(rows)
+        echo_json(rows)
     else:
         for r in rows:
             typer.echo(f"{'verified' if r['passed'] else 'failed  '} {r['id']}" + (f": {r['error']}" if r["error"] else ""))
@@ -159,7 +116,7 @@ def tasks_export(
 
     rows = export_tasks(dest, task_ids or None, status=status)
     if json_out:
-        _echo_json(rows)
+        echo_json(rows)
     else:
         for r in rows:
             typer.echo(f"exported {r['id']} ({r['name']}) -> {r['dir']}")
@@ -177,7 +134,7 @@ def tasks_ls(
 
     rows = list_tasks(status=status, domain=domain)
     if json_out:
-        _echo_json(rows)
+        echo_json(rows)
         return
     table = Table("id", "domain", "purpose", "status", "dir")
     for r in rows:
@@ -199,7 +156,7 @@ def tasks_show(
         typer.echo(f"error: no task {task_id!r} (see `openforge tasks ls`)", err=True)
         raise typer.Exit(1)
     if json_out:
-        _echo_json(info)
+        echo_json(info)
         return
     for key in ("id", "status", "domain", "category", "purpose", "difficulty", "dir", "content_sha", "pass_rate", "error"):
         console.print(f"[bold]{key:12}[/] {info.get(key)}")
@@ -208,16 +165,7 @@ def tasks_show(
     console.print("\n" + (info.get("instruction") or ""))
 
 
-def _register_command_modules() -> None:
-    for module in pkgutil.iter_modules(flows.commands.__path__):
-        mod = importlib.import_module(f"flows.commands.{module.name}")
-        register = getattr(mod, "register", None)
-        if callable(register):
-            register(app)
-
-
-_register_command_modules()
-
-
-if __name__ == "__main__":  # pragma: no cover
-    app()
+def register(app: typer.Typer) -> None:
+    app.command("init")(init)
+    app.add_typer(db_app, name="db")
+    app.add_typer(tasks_app, name="tasks")

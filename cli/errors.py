@@ -43,12 +43,15 @@ def _validation(exc: BaseException) -> str:
     return _one_line("; ".join(parts) + more)
 
 
-def _db_unreachable(exc: BaseException) -> str:
+def _task_db(exc: BaseException) -> str:
     from openforge.settings import get_settings
     from storage.db import hide_password
 
     orig = getattr(exc, "orig", None) or exc
     reason = _one_line(str(orig)).split(" (Background on this error")[0]
+    if "no such table" in reason or ("relation" in reason and "does not exist" in reason):
+        return (f"task DB {hide_password(get_settings().db_url)!r} has no tables yet ({reason}): run `openforge init` "
+                "(or set OPENFORGE_HOME / OPENFORGE_DB to the data dir you meant)")
     return (f"task DB {hide_password(get_settings().db_url)!r}: {reason}; start the database server or point "
             "OPENFORGE_DB at a reachable one (unset: SQLite under OPENFORGE_HOME)")
 
@@ -66,6 +69,7 @@ def _sandbox(exc: BaseException) -> str:
 #: Qualified exception class name → how its one line reads.
 USER_ERRORS: dict[str, Callable[[BaseException], str]] = {
     "openforge.presets.PresetError": _message,
+    "flows.checks.FlowInputError": _message,
     "training.workflows.compose.CompositionError": _message,
     "synthesis.pools.PoolError": _message,
     "environments.harnesses.registry.UnknownHarness": _message,
@@ -74,7 +78,8 @@ USER_ERRORS: dict[str, Callable[[BaseException], str]] = {
     "storage.atif.AtifError": _message,
     "training.orchestrator.backend.SandboxError": _sandbox,
     "pydantic_core._pydantic_core.ValidationError": _validation,
-    "sqlalchemy.exc.OperationalError": _db_unreachable,
+    "sqlalchemy.exc.OperationalError": _task_db,
+    "sqlalchemy.exc.ProgrammingError": _task_db,
     "builtins.FileNotFoundError": _path,
     "builtins.NotADirectoryError": _path,
     "builtins.IsADirectoryError": _path,

@@ -43,14 +43,14 @@ def rollout(
     from training.orchestrator.single import rollout_once
     from training.proxy.budget import GenerationBudget
 
-    get_harness(harness)  # an unknown name is a user error (flows/errors.py), not a failed rollout
+    get_harness(harness)  # an unknown name is a user error (cli/errors.py), not a failed rollout
     try:
         options = json.loads(harness_options) if harness_options else None
         if options is not None and not isinstance(options, dict):
             raise ValueError("expected a JSON object")
     except ValueError as exc:
         raise typer.BadParameter(f"--harness-options {harness_options!r}: {exc}") from None
-    caps = load_preset(preset).rollout  # a PresetError is one line (flows/errors.py)
+    caps = load_preset(preset).rollout  # a PresetError is one line (cli/errors.py)
     budget = GenerationBudget(max_tokens=max_tokens or caps.max_tokens,
                               max_total_tokens=max_total_tokens or caps.max_total_tokens)
     async def main() -> dict:

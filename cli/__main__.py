@@ -1,0 +1,5 @@
+"""``python -m cli ...``: the ``openforge`` command without the installed entry point."""
+
+from cli.app import app
+
+app()

@@ -1,0 +1,66 @@
+"""What every command shares: JSON output, ``--set`` parsing, typed flow parameters from
+options, the Prefect environment of an in-process flow run, and running a flow."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
+
+import typer
+from pydantic import BaseModel, ValidationError
+
+P = TypeVar("P", bound=BaseModel)
+
+
+def echo_json(document: object) -> None:
+    """One JSON document on stdout (DESIGN §10)."""
+    sys.stdout.write(json.dumps(document, default=str) + "\n")
+
+
+def parse_overrides(items: list[str] | None) -> dict[str, Any]:
+    """``--set KEY=VALUE`` (repeatable) → dotted preset overrides; values parse as JSON when they can."""
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(f"--set {item!r}: expected KEY=VALUE, e.g. train.lr=1e-6")
+        try:
+            out[key] = json.loads(value)
+        except ValueError:
+            out[key] = value
+    return out
+
+
+def params(model: type[P], command: str, options: Mapping[str, str] | None = None, /, **values: Any) -> P:
+    """The flow's typed parameters from the command's options. A value the flow refuses is a user
+    error naming the option and the value (``options`` maps a field to its flag when they differ)."""
+    try:
+        return model(**values)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = str(err["loc"][0]) if err.get("loc") else ""
+        flag = (options or {}).get(field) or "--" + field.replace("_", "-")
+        raise typer.BadParameter(f"{command}: {flag}: {err['input']!r}: {err['msg']}") from None
+
+
+def prefect_env(debug: bool) -> None:
+    """Settings of an in-process flow run on the embedded API (set by the root command for every
+    command): no analytics, a patient start on a loaded box, and Prefect's own log lines only when
+    they matter (errors, with their tracebacks, only under ``--debug``: the CLI prints a failed
+    run as one line, ``cli.errors``)."""
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING" if debug else "CRITICAL")
+
+
+def run_flow(flow: Callable[[P], Awaitable[dict]], parameters: P, *, label: str, quiet: bool = False) -> dict:
+    """Run ``flow(parameters)`` in-process as a Prefect flow run (embedded API unless
+    ``PREFECT_API_URL`` names a server), showing its progress (``cli.progress``) on stderr."""
+    from cli.progress import showing_progress
+
+    with showing_progress(label, quiet=quiet):
+        return asyncio.run(flow(parameters))  # type: ignore[arg-type]
