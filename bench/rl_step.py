@@ -78,16 +78,16 @@ class TimedEngine:
 
 def install_proxy_timing_hook() -> list[float]:
     """Collect the proxy's own ms per call (what its Server-Timing header reports)."""
-    import training.proxy.app as proxy_app
+    import training.proxy.routes.model_call as proxy_calls
 
     seen: list[float] = []
-    original = proxy_app._timed
+    original = proxy_calls._timed
 
     def timed(response: Any, timing: tuple[float, float], t_start: float) -> Any:
         seen.append((time.perf_counter() - t_start) * 1000 - timing[0])
         return original(response, timing, t_start)
 
-    proxy_app._timed = timed
+    proxy_calls._timed = timed
     return seen
 
 

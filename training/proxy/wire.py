@@ -34,3 +34,12 @@ def new_id(prefix: str, nbytes: int = 12) -> str:
 
 def now() -> int:
     return int(time.time())
+
+
+_SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+
+
+def event_stream(payload: bytes) -> Response:
+    """A whole server-sent event stream answered at once (the proxy replays streams: the
+    engine is never asked to stream)."""
+    return Response(payload, media_type="text/event-stream", headers=_SSE_HEADERS)
