@@ -34,7 +34,7 @@ class SynthesizeParams(BaseModel):
 
 
 class DistillParams(BaseModel):
-    preset: str = Field("local", description="Preset name (configs/) or path.")
+    preset: str = Field("local", description="Preset name (openforge/configs/) or path.")
     teacher: str = Field("oracle", description="'oracle', 'local' or an OpenAI-compatible URL.")
     n_per_task: int = Field(3, ge=1, description="Teacher rollouts per task.")
     domain: str | None = Field("claw", description="Tasks of this domain from the bank.")

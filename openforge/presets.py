@@ -1,7 +1,8 @@
 """Named training presets: typed ``[train]``, ``[rollout]``, ``[engine]`` and ``[sft]`` sections.
 
-A preset is a TOML file under ``configs/`` (``local``, ``claw``, ``computer-use``,
-``browser-use``) or any path to a TOML file. :func:`load_preset` reads it, applies
+A preset is a TOML file shipped as package data under ``openforge/configs/`` (``local``,
+``claw``, ``computer-use``, ``browser-use``; found by an editable or a non-editable install
+alike) or any path to a TOML file. :func:`load_preset` reads it, applies
 overrides (dotted keys such as ``{"train.lr": 1e-5}`` or nested dicts) and validates it
 into a :class:`Preset`. Every section and key is typed and read by some room; an unknown
 section or key fails at load with the file and the dotted key named (``[harness_options]``
@@ -12,13 +13,15 @@ from __future__ import annotations
 
 import copy
 import tomllib
+from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-#: Folder holding the named presets (the repository's ``configs/``).
-CONFIGS_DIR = Path(__file__).resolve().parent.parent / "configs"
+#: Folder holding the named presets: the ``openforge`` package's data folder ``configs/``
+#: (``[tool.setuptools.package-data]`` puts it in the wheel; a regular install unpacks it).
+CONFIGS_DIR = Path(str(resources.files("openforge") / "configs"))
 
 
 class PresetError(ValueError):
@@ -232,7 +235,7 @@ def effective_trainer(preset: Preset) -> Literal["local", "verl"]:
 
 
 def list_presets(configs_dir: Path = CONFIGS_DIR) -> list[str]:
-    """Names of the presets shipped under ``configs/``."""
+    """Names of the presets shipped in ``openforge/configs/``."""
     return sorted(p.stem for p in configs_dir.glob("*.toml"))
 
 
