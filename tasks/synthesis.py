@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from prefect import task
 
 from tasks.cache import note_reuse
+from tasks.paid_api import gate_for_backend
 from tasks.progress import Tracker, track
 from tasks.retry import infra_only
 from tasks.stage_keys import SYNTHESIS_KEY
@@ -20,7 +21,6 @@ from tasks.stage_keys import SYNTHESIS_KEY
 if TYPE_CHECKING:
     from synthesis.checker import CheckOutcome, RolloutFn
 
-PAID_BACKEND_LIMITS = {"claude": "anthropic-api", "openai": "openai-api"}
 #: Hang guard of a whole synthesis run: no preset budgets it (the agents' own budgets are turns
 #: and dollars), so a generous ceiling well above a nightly paid run of tens of tasks.
 SYNTHESIS_TIMEOUT_S = 12 * 3600
@@ -77,18 +77,13 @@ async def run_synthesis(domain: str, n: int, purpose: str, backend: str, paralle
     config = SynthConfig(domain=domain, n=n, backend=backend, purpose=purpose, workers=parallelism, seed=seed,
                          families=families, k_rollouts=k_rollouts, test_harness=test_harness, max_refine=max_refine,
                          tau=tau, pool=pool, quality_judge=judge)
-    runtime = make_runtime(backend, model=model, base_url=base_url)
+    # paid APIs: every call holds a slot of the API's global concurrency limit and one start of
+    # its rate limit (tasks.paid_api; created by `openforge init`), whatever the parallelism
+    runtime = make_runtime(backend, model=model, base_url=base_url, gate=gate_for_backend(backend))
     checker = None
     if k_rollouts:
         checker = LocalChecker(get_settings().runs_dir / "synth-checks", rollout=model_rollouts(sandbox, test_engine))
     progress = stage_progress(track(f"synthesis-{domain}-{purpose}", f"synthesis ({domain}, {purpose})", n, "verified"))
 
-    limit = PAID_BACKEND_LIMITS.get(backend)
-    if limit is None:
-        report = await synthesize(config, runtime=runtime, checker=checker, run_id=run_id, progress=progress)
-    else:  # paid API: the global concurrency limit (created by `openforge init`) caps it
-        from prefect.concurrency.asyncio import concurrency
-
-        async with concurrency(limit, occupy=1, strict=True):
-            report = await synthesize(config, runtime=runtime, checker=checker, run_id=run_id, progress=progress)
+    report = await synthesize(config, runtime=runtime, checker=checker, run_id=run_id, progress=progress)
     return report.model_dump(mode="json")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -19,6 +20,11 @@ from pydantic import BaseModel, Field
 
 #: A tool handler takes the tool's JSON arguments and returns text or a JSON-able value.
 ToolHandler = Callable[[dict[str, Any]], Awaitable[Any]]
+#: Entered around every call a runtime makes to a paid model API (``openai``: each request;
+#: ``claude``: each agent call, whose requests the Claude Code process makes one at a time).
+#: A gate that waits for a free slot bounds concurrent calls and their rate across every
+#: process sharing it (``tasks.paid_api``: Prefect global limits). None: calls are not gated.
+CallGate = Callable[[], AbstractAsyncContextManager[None]]
 
 
 class ToolError(Exception):

@@ -15,7 +15,7 @@ from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any
 
-from synthesis.runtime.base import AgentResult, AgentTool, Budget
+from synthesis.runtime.base import AgentResult, AgentTool, Budget, CallGate
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +57,12 @@ class ClaudeAgent:
         cli_path: str | Path | None = None,
         env: dict[str, str] | None = None,
         extra_builtin_tools: list[str] | None = None,
+        gate: CallGate | None = None,
     ) -> None:
         self.model = model
+        #: Entered around each agent call: the Claude Code process makes the API requests
+        #: itself, one at a time, so one slot per call bounds concurrent requests.
+        self.gate = gate
         self.cli_path = cli_path
         self.env = dict(env or {})
         self.builtin_tools = list(extra_builtin_tools or [])
@@ -131,7 +135,11 @@ class ClaudeAgent:
                         result.error = f"claude result {message.subtype}: {message.errors or message.result}"
 
         try:
-            await asyncio.wait_for(consume(), budget.timeout_s)
+            if self.gate is None:
+                await asyncio.wait_for(consume(), budget.timeout_s)
+            else:  # the wall-clock budget starts once the call holds its slot
+                async with self.gate():
+                    await asyncio.wait_for(consume(), budget.timeout_s)
         except asyncio.TimeoutError:
             result.ok, result.stop_reason = False, "timeout"
             result.error = f"agent call exceeded {budget.timeout_s:.0f}s"

@@ -16,7 +16,7 @@ from typing import Any
 
 from openai import APIError, AsyncOpenAI
 
-from synthesis.runtime.base import AgentResult, AgentTool, Budget
+from synthesis.runtime.base import AgentResult, AgentTool, Budget, CallGate
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +48,7 @@ class OpenAIAgent:
         temperature: float | None = None,
         max_tokens: int | None = 2048,
         client: AsyncOpenAI | None = None,
+        gate: CallGate | None = None,
     ) -> None:
         self.model = model
         self.usd_in = usd_per_mtok_in
@@ -56,6 +57,7 @@ class OpenAIAgent:
         self.max_tokens = max_tokens
         self.base_url, self.api_key = base_url, api_key
         self._client = client  # injected clients are reused; otherwise one per run (per event loop)
+        self._gate = gate  # entered around each request (a paid API's concurrency and rate limits)
 
     def _cost(self, usage: Any) -> float:
         if usage is None:
@@ -118,7 +120,11 @@ class OpenAIAgent:
                 result.stop_reason = "max_budget"
                 result.error = f"spent ${result.cost_usd:.4f} of ${budget.max_usd:.4f}"
                 return
-            resp = await client.chat.completions.create(**kwargs)
+            if self._gate is None:
+                resp = await client.chat.completions.create(**kwargs)
+            else:
+                async with self._gate():
+                    resp = await client.chat.completions.create(**kwargs)
             result.turns += 1
             result.cost_usd += self._cost(resp.usage)
             msg = resp.choices[0].message
