@@ -71,9 +71,9 @@ def test_pipeline_deployment_runs_on_a_process_worker(tmp_path: Path, openforge_
         deployed = subprocess.run([sys.executable, "-m", "cli", "deploy"], cwd=REPO, env=env,
                                   capture_output=True, text=True, timeout=600)
         assert deployed.returncode == 0, deployed.stderr + deployed.stdout
-        assert "work pool openforge-process" in deployed.stdout
+        assert "work pool openforge-gpu" in deployed.stdout
         worker_log = (tmp_path / "worker.log").open("w")
-        worker = subprocess.Popen([PREFECT, "worker", "start", "--pool", "openforge-process", "--limit", "1"], cwd=REPO,
+        worker = subprocess.Popen([PREFECT, "worker", "start", "--pool", "openforge-gpu", "--limit", "1"], cwd=REPO,
                                   env=env, stdout=worker_log, stderr=subprocess.STDOUT, start_new_session=True)
         params = {"preset": "local", "n_rl_tasks": 1, "n_sft_tasks": 1, "eval_tasks": 1, "eval_samples": 1, "rl_steps": 0, "seed": 5,
                   "overrides": {"rollout.concurrency": 4, "harness_options.max_steps": 2, "rollout.max_tokens": 16,

@@ -60,7 +60,7 @@ def test_a_deployed_pipeline_run_again_reuses_every_stage_and_fresh_reruns_them(
                                   capture_output=True, text=True, timeout=600)
         assert deployed.returncode == 0, deployed.stderr + deployed.stdout
         with (tmp_path / "worker.log").open("w") as worker_log:
-            worker = subprocess.Popen([PREFECT, "worker", "start", "--pool", "openforge-process", "--limit", "1"],
+            worker = subprocess.Popen([PREFECT, "worker", "start", "--pool", "openforge-gpu", "--limit", "1"],
                                       cwd=REPO, env=env, stdout=worker_log, stderr=subprocess.STDOUT,
                                       start_new_session=True)
             run()
