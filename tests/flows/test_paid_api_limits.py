@@ -144,3 +144,43 @@ async def test_rate_limit_spaces_call_starts(tmp_path: Path) -> None:
     # 2 at once (the burst), then 4 more at 4 per second: at least ~1 s, whatever the machine
     assert time.monotonic() - start >= 0.8
     assert client.requests == 6
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_claude_agent_call_holds_one_strict_slot_for_the_call(tmp_path: Path) -> None:
+    """The real Claude Code binary against the scripted Anthropic server: one agent call enters
+    the Prefect gate once, holding an ``anthropic-api`` slot while Claude Code makes its requests."""
+    from contextlib import asynccontextmanager
+
+    from environments.harnesses.binaries import find_binary
+    from synthesis.runtime.claude import ClaudeAgent
+    from tests.synthesis.fake_anthropic import FakeAnthropic, text_block
+
+    claude = find_binary("claude")
+    if claude is None:
+        pytest.skip("claude binary missing")
+    ensure_paid_api_limits()
+    strict = prefect_call_gate(PAID_API_LIMITS["claude"])
+    seen = {"entered": 0, "requests_inside": 0}
+    fake_requests: list[Any] = []
+
+    @asynccontextmanager
+    async def counting_gate():  # noqa: ANN202
+        async with strict():
+            seen["entered"] += 1
+            before = len(fake_requests)
+            yield
+            seen["requests_inside"] = len(fake_requests) - before
+
+    state = tmp_path / "claude-state"
+    state.mkdir()
+    with FakeAnthropic(lambda body: [text_block("done")]) as fake:
+        fake_requests = fake.requests
+        env = {"ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": "sk-fake", "HOME": str(state),
+               "CLAUDE_CONFIG_DIR": str(state / ".claude"), "XDG_CONFIG_HOME": str(state / ".config"),
+               "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1"}
+        agent = ClaudeAgent(model="opus", cli_path=claude, env=env, gate=counting_gate)
+        result = asyncio.run(agent.run("say done", [], tmp_path / "work", Budget(max_usd=5.0, max_turns=3)))
+    assert result.ok, result.error
+    assert seen["entered"] == 1 and seen["requests_inside"] >= 1
