@@ -16,6 +16,8 @@ import tempfile
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from training.orchestrator.sandbox_init import pipe  # stdlib only: the in-sandbox half of the relay
+
 log = logging.getLogger(__name__)
 
 #: Where the relay dir is bound inside a sandbox.
@@ -32,21 +34,6 @@ def loopback_target(base_url: str | None) -> tuple[str, int] | None:
         return None
     port = parts.port or (443 if parts.scheme == "https" else 80)
     return (parts.hostname or "127.0.0.1", port)
-
-
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    try:
-        while data := await reader.read(65536):
-            writer.write(data)
-            await writer.drain()
-    except (ConnectionError, OSError):
-        pass
-    finally:
-        try:
-            if writer.can_write_eof():
-                writer.write_eof()
-        except (OSError, RuntimeError):
-            pass
 
 
 class HostRelays:
@@ -79,7 +66,7 @@ class HostRelays:
                         w.close()
                         return
                     try:
-                        await asyncio.gather(_pipe(r, uw), _pipe(ur, w))
+                        await asyncio.gather(pipe(r, uw), pipe(ur, w))
                     finally:
                         for x in (w, uw):
                             x.close()

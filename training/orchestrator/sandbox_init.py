@@ -20,7 +20,9 @@ import socket
 import sys
 
 
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Copy ``reader`` to ``writer`` until EOF, then half-close ``writer`` (the host side of
+    the relay, training/orchestrator/relay.py, uses it too)."""
     try:
         while data := await reader.read(65536):
             writer.write(data)
@@ -47,7 +49,7 @@ async def _serve(sock: socket.socket, unix_path: str) -> None:
             w.close()
             return
         try:
-            await asyncio.gather(_pipe(r, uw), _pipe(ur, w))
+            await asyncio.gather(pipe(r, uw), pipe(ur, w))
         finally:
             w.close()
             uw.close()
