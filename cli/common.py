@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import sys
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
@@ -55,12 +56,36 @@ def prefect_env(debug: bool) -> None:
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING" if debug else "CRITICAL")
+    os.environ.setdefault("PREFECT_INTERNAL_LOGGING_LEVEL", "ERROR" if debug else "CRITICAL")
 
 
-def run_flow(flow: Callable[[P], Awaitable[dict]], parameters: P, *, label: str, quiet: bool = False) -> dict:
+#: What an interrupted flow run says (exit 130).
+RESUME_HINT = "interrupted: re-run the same command to resume (finished steps are reused)"
+
+
+def run_flow(flow: Callable[[P], Awaitable[dict]], parameters: P, *, label: str, quiet: bool = False,
+             interrupted: str = RESUME_HINT) -> dict:
     """Run ``flow(parameters)`` in-process as a Prefect flow run (embedded API unless
-    ``PREFECT_API_URL`` names a server), showing its progress (``cli.progress``) on stderr."""
+    ``PREFECT_API_URL`` names a server), showing its progress (``cli.progress``) on stderr.
+
+    Ctrl-C or SIGTERM cancels the run (its tasks clean up: sandboxes, claims) and exits 130 with
+    ``interrupted``, whatever Prefect then fails to report (the embedded API gets the signal too)."""
     from cli.progress import showing_progress
 
+    signalled: list[int] = []
+
+    async def main() -> dict:
+        loop = asyncio.get_running_loop()
+        me = asyncio.current_task()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, lambda s=signum: (signalled.append(s), me and me.cancel()))
+        return await flow(parameters)  # type: ignore[arg-type]
+
     with showing_progress(label, quiet=quiet):
-        return asyncio.run(flow(parameters))  # type: ignore[arg-type]
+        try:
+            return asyncio.run(main())
+        except BaseException:
+            if not signalled:
+                raise
+    typer.echo(interrupted, err=True)
+    raise typer.Exit(130)

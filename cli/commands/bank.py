@@ -17,15 +17,25 @@ tasks_app = typer.Typer(help="The task bank: validate, import, verify, export, l
 console = Console()
 
 
-def init(json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
-    """Create the data dir and the DB, and run migrations (idempotent)."""
+def init(
+    limits: Annotated[bool, typer.Option("--limits/--no-limits", help="Create the paid-API concurrency and rate "
+                                         "limits on the Prefect API (PREFECT_API_URL, else the embedded one).")] = True,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Create the data dir and the DB, run migrations, and create the paid-API limits (idempotent)."""
     from storage.admin import init_home
 
     info = init_home()
+    if limits:
+        from flows.limits import ensure_paid_api_limits
+
+        info["limits"] = [state.line() for state in ensure_paid_api_limits()]
     if json_out:
         echo_json(info)
-    else:
-        console.print(f"data dir  {info['home']}\nDB        {info['db']}\nrevision  {info['revision']}")
+        return
+    console.print(f"data dir  {info['home']}\nDB        {info['db']}\nrevision  {info['revision']}")
+    for line in info.get("limits", []):
+        console.print(line)
 
 
 @db_app.command("status")

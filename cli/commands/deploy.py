@@ -12,13 +12,16 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def deploy_cmd(
-    pool: Annotated[str, typer.Option(help="Process work pool name (prefect.yaml uses openforge-process).")] = "openforge-process",
+    cpu_pool: Annotated[str, typer.Option(help="Work pool of CPU work: synthesis, oracle distillation, evaluation "
+                                          "(prefect.yaml: openforge-cpu).")] = "openforge-cpu",
+    gpu_pool: Annotated[str, typer.Option(help="Work pool of training: rl-train, sft-train, the pipeline "
+                                          "(prefect.yaml: openforge-gpu).")] = "openforge-gpu",
 ) -> None:
-    """Create the work pool and concurrency limits, then `prefect --no-prompt deploy --all`
+    """Create the work pools and the paid-API limits, then deploy every flow of prefect.yaml
     against the configured Prefect server (PREFECT_API_URL)."""
     from flows.deploy import deploy_all
 
-    for line in deploy_all(REPO_ROOT, pool):
+    for line in deploy_all(REPO_ROOT, cpu_pool, gpu_pool):
         typer.echo(line)
 
 

@@ -50,11 +50,8 @@ def synthesize_cmd(
                fresh=fresh)
     check_synthesis(p)  # an unknown pool or test harness, a backend without its SDK: before Prefect starts
     init_home()
-    try:
-        report = run_flow(synthesize_flow, p, label="synthesize", quiet=json_out)
-    except KeyboardInterrupt:
-        typer.echo("interrupted: progress is in the DB; re-run the same command to continue", err=True)
-        raise typer.Exit(130) from None
+    report = run_flow(synthesize_flow, p, label="synthesize", quiet=json_out,
+                      interrupted="interrupted: progress is in the DB; re-run the same command to continue")
     if json_out:
         echo_json(report)
     else:

@@ -17,12 +17,19 @@ def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]
     return subprocess.run([*OPENFORGE, *args], capture_output=True, text=True, env=os.environ.copy(), cwd=cwd, timeout=120)
 
 
-def test_init_is_idempotent_and_db_status_reports(openforge_home: Path) -> None:
+def test_init_is_idempotent_creates_the_paid_api_limits_and_db_status_reports(
+        openforge_home: Path, tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "prefect"))  # a fresh embedded Prefect API
     first = run("init", "--json")
     assert first.returncode == 0, first.stderr
     info = json.loads(first.stdout)
     assert info["home"] == str(openforge_home.resolve()) and info["revision"]
-    assert run("init", "--json").returncode == 0
+    assert [line.split(" (")[0] for line in info["limits"]] == [
+        "limit anthropic-api", "limit anthropic-api-rate", "limit openai-api", "limit openai-api-rate"]
+    assert all(line.endswith(": created") for line in info["limits"]), info["limits"]
+    again = run("init", "--json")
+    assert again.returncode == 0, again.stderr
+    assert all(line.endswith(": kept") for line in json.loads(again.stdout)["limits"])
     status = json.loads(run("db", "status", "--json").stdout)
     assert status["revision"] == status["head"]
     assert status["tables"]["tasks"]["rows"] == 0
