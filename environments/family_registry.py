@@ -4,19 +4,45 @@
 A family is a function ``(rng, difficulty) -> task`` registered under a name;
 :meth:`FamilyRegistry.generate` makes ``(name, seed, difficulty)`` deterministic: the rng is
 seeded from ``"<seed_prefix><name>:<seed>"``, a ``None`` difficulty is drawn from it, and the
-task is stamped with its family, seed and difficulty.
+task is stamped with its family, seed and difficulty. Every family's task record is a
+:class:`FamilyTask`: the six fields they all open with and the name they are filed under.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from typing import Any, Generic, Literal, TypeVar
+from dataclasses import dataclass
+from typing import ClassVar, Generic, Literal, TypeVar
 
 Difficulty = Literal["easy", "medium", "hard"]
 DIFFICULTIES: tuple[Difficulty, ...] = ("easy", "medium", "hard")
 
-T = TypeVar("T")
+
+
+@dataclass
+class FamilyTask:
+    """What every procedural task record opens with: where it came from (``family``, ``seed``,
+    ``difficulty``, stamped by :meth:`FamilyRegistry.generate`) and what it asks
+    (``category``, ``title``, ``instruction``). A domain's record adds its own fields and
+    sets ``name_prefix``."""
+
+    family: str
+    seed: int
+    difficulty: Difficulty
+    category: str
+    title: str
+    instruction: str
+
+    #: The domain's prefix of task names: ``<prefix>-<family>-<difficulty>-<seed>``.
+    name_prefix: ClassVar[str] = "task"
+
+    @property
+    def name(self) -> str:
+        return f"{self.name_prefix}-{self.family}-{self.difficulty}-{self.seed}"
+
+
+T = TypeVar("T", bound=FamilyTask)
 
 
 class FamilyRegistry(Generic[T]):
@@ -36,6 +62,6 @@ class FamilyRegistry(Generic[T]):
             raise KeyError(f"unknown {self.kind} family {name!r} (known: {', '.join(sorted(self.families))})")
         rng = random.Random(f"{self.seed_prefix}{name}:{seed}")
         diff: Difficulty = difficulty or rng.choice(DIFFICULTIES)
-        task: Any = self.families[name](rng, diff)
+        task = self.families[name](rng, diff)
         task.family, task.seed, task.difficulty = name, seed, diff
         return task

@@ -14,11 +14,11 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from environments.browser.sites import shop as shop_site
 from environments.browser.taskgen import task_config, task_files
-from environments.family_registry import Difficulty, FamilyRegistry
+from environments.family_registry import Difficulty, FamilyRegistry, FamilyTask
 from environments.taskdir import TaskConfig
 
 _SCALE = {"easy": 0, "medium": 1, "hard": 2}
@@ -26,25 +26,17 @@ AGENT_TIMEOUT = {"easy": 600.0, "medium": 750.0, "hard": 900.0}
 
 
 @dataclass
-class BrowserTask:
+class BrowserTask(FamilyTask):
     """A fully specified browser task from one (family, seed, difficulty)."""
 
-    family: str
-    seed: int
-    difficulty: Difficulty
-    category: str
-    title: str
-    instruction: str
+    name_prefix: ClassVar[str] = "browser"
+
     sites: list[str]
     fixtures: dict[str, dict[str, Any]]
     start_url: str
     actions: list[dict[str, Any]]
     checks_code: str
     keywords: list[str] = field(default_factory=list)
-
-    @property
-    def name(self) -> str:
-        return f"browser-{self.family}-{self.difficulty}-{self.seed}"
 
     @property
     def checks(self) -> str:

@@ -19,10 +19,10 @@ import random
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 from environments.computer import taskgen
-from environments.family_registry import Difficulty, FamilyRegistry
+from environments.family_registry import Difficulty, FamilyRegistry, FamilyTask
 from environments.taskdir import TaskConfig
 
 _SCALE = {"easy": 0, "medium": 1, "hard": 2}
@@ -66,23 +66,15 @@ EDITOR_TEXT = [0.5, 0.5]
 
 
 @dataclass
-class GuiTask:
-    family: str
-    seed: int
-    difficulty: Difficulty
-    category: str
-    title: str
-    instruction: str
+class GuiTask(FamilyTask):
+    name_prefix: ClassVar[str] = "computer"
+
     files: dict[str, str | bytes]  # initial workspace files (bytes: binary, e.g. an .odt)
     apps: list[dict[str, Any]]  # desktop.json apps
     actions: list[dict[str, Any]]  # oracle plan
     checks: list[dict[str, Any]]
     keywords: list[str] = field(default_factory=list)
     config_home: str | None = None
-
-    @property
-    def name(self) -> str:
-        return f"computer-{self.family}-{self.difficulty}-{self.seed}"
 
     @property
     def fixtures(self) -> dict[str, Any]:

@@ -8,9 +8,9 @@ checks; :mod:`synthesis.procedural.render` turns it into a task directory.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from environments.family_registry import DIFFICULTIES, Difficulty  # noqa: F401 - DIFFICULTIES re-exported
+from environments.family_registry import DIFFICULTIES, Difficulty, FamilyTask  # noqa: F401 - re-exported
 
 
 @dataclass
@@ -38,15 +38,11 @@ class Step:
 
 
 @dataclass
-class ProceduralTask:
+class ProceduralTask(FamilyTask):
     """A fully specified claw task from one (family, seed, difficulty)."""
 
-    family: str
-    seed: int
-    difficulty: Difficulty
-    category: str
-    title: str
-    instruction: str
+    name_prefix: ClassVar[str] = "claw"
+
     services: list[str]
     fixtures: dict[str, dict[str, Any]]
     solution: list[Step]
@@ -57,7 +53,3 @@ class ProceduralTask:
     #: ``all``: reward 1 only when every check passes; ``weighted``: the weighted share of
     #: checks passed (each check's ``weight``, default 1), for partial credit.
     scoring: Literal["all", "weighted"] = "all"
-
-    @property
-    def name(self) -> str:
-        return f"claw-{self.family}-{self.difficulty}-{self.seed}"
