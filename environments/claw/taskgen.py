@@ -17,13 +17,19 @@ from environments.claw.docker import dockerfile_for
 from environments.claw.services import get_spec, parse_services
 from environments.claw.tools import tools_json_text
 
-_VERIFIER = '''#!/usr/bin/env bash
+_HEADER = '''#!/usr/bin/env bash
 # Verifier of claw task {task_id}: reads the claw services' state and audit over HTTP,
 # scores the checks and writes ${{LOGS_DIR:-/logs}}/verifier/reward.txt and reward.json.
 # Reward 1.0 only if every check passes; services unreachable -> 0.0.
 set -u
 python3 - <<'PYEOF'
-import json, os, urllib.request
+'''
+
+#: The claw verifier's prelude (stdlib Python): the helpers a task's check code uses. The one
+#: source: every ``tests/test.sh`` :func:`verifier_script` writes (the examples' builder uses
+#: it) carries a copy, so a task dir stays self-contained (Harbor format);
+#: tests/environments/claw/test_examples.py asserts each checked-in example's copy equals it.
+PRELUDE = '''import json, os, urllib.request
 
 URL = (os.environ.get("CLAW_URL") or "http://127.0.0.1:" + (os.environ.get("PORT") or "8790")).rstrip("/")
 OUT = os.path.join(os.environ.get("LOGS_DIR") or "/logs", "verifier")
@@ -49,11 +55,10 @@ def changes(service, collection=None):
 
 def fixture_ids(service, collection):
     """Ids present before the agent ran (objects not created by a change event)."""
-    created = {{e["id"] for e in changes(service, collection) if e["op"] == "create"}}
-    return {{o["id"] for o in state(service)[collection]}} - created
+    created = {e["id"] for e in changes(service, collection) if e["op"] == "create"}
+    return {o["id"] for o in state(service)[collection]} - created
 
 
-{scored}PYEOF
 '''
 
 #: How every checks-based verifier (claw and browser tasks) ends: run the checks block, then
@@ -100,7 +105,7 @@ def verifier_script(task_id: str, checks_code: str) -> str:
     name → bool using ``state(svc)``, ``audit(svc)``, ``changes(svc, coll)``,
     ``fixture_ids(svc, coll)``, ``WORKSPACE``)."""
     body = textwrap.indent(textwrap.dedent(checks_code).strip() + "\n", "    ")
-    return _VERIFIER.format(task_id=task_id, scored=scored_checks(body.rstrip("\n")))
+    return _HEADER.format(task_id=task_id) + PRELUDE + scored_checks(body.rstrip("\n")) + "PYEOF\n"
 
 
 def oracle_script(task_id: str, calls: list[tuple[str, dict[str, Any]]], shell: list[str] | tuple[str, ...] = ()) -> str:

@@ -15,6 +15,7 @@ import pytest
 from environments.claw.docker import dockerfile_for
 from environments.claw.examples.build import EXAMPLES, HERE, write_examples
 from environments.claw.process import ClawServer
+from environments.claw.taskgen import PRELUDE, verifier_script
 from environments.claw.tools import tools_json_text
 from environments.taskdir import content_sha, load_task, validate_task
 
@@ -46,6 +47,15 @@ def test_example_is_a_valid_claw_task(task):
 def test_checked_in_examples_match_the_builder(tmp_path):
     for built in write_examples(tmp_path):
         assert content_sha(built.path) == content_sha(HERE / built.id), f"{built.id}: run python -m environments.claw.examples.build"
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=IDS)
+def test_example_verifier_is_the_one_prelude_around_its_checks(example):
+    """The copy of the verifier prelude in each example is the one in environments.claw.taskgen."""
+    text = (HERE / example.task_id / "tests" / "test.sh").read_text()
+    assert text == verifier_script(example.task_id, example.checks)
+    head, prelude, _ = text.partition(PRELUDE)
+    assert prelude and head.endswith("python3 - <<'PYEOF'\n"), f"{example.task_id}: prelude differs from taskgen.PRELUDE"
 
 
 def _run(script: Path, srv: ClawServer | None, tmp_path: Path) -> subprocess.CompletedProcess:
