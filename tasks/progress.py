@@ -17,13 +17,11 @@ Progress never fails the work it reports on: an artifact the API refuses is logg
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import re
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
@@ -156,50 +154,3 @@ class Tracker:
 def track(key: str, name: str, total: float | None, unit: str = "") -> Tracker:
     """A new :class:`Tracker` (publishes 0 % at once)."""
     return Tracker(key, name, total, unit)
-
-
-#: Seconds between two looks at the task DB by :func:`watching_rollouts`.
-POLL_S = 10.0
-
-
-def finished_rollouts(engine: Any, run_id: str) -> int:
-    """Rollouts of ``run_id`` in the task DB that have ended (any final status)."""
-    from sqlalchemy import func, select
-
-    from storage.db import session_scope
-    from storage.models import FINAL_ROLLOUT_STATUSES, Rollout
-
-    with session_scope(engine) as session:
-        return int(session.execute(select(func.count()).select_from(Rollout).where(
-            Rollout.run_id == run_id, Rollout.status.in_([s.value for s in FINAL_ROLLOUT_STATUSES]))).scalar_one())
-
-
-@contextlib.asynccontextmanager
-async def watching_rollouts(tracker: Tracker, run_id: str, every_s: float = POLL_S) -> AsyncIterator[None]:
-    """Inside, ``tracker`` follows the rollouts of ``run_id`` that have ended, as the proxy
-    records them in the task DB (the rollout workflows take no per-rollout callback)."""
-    from openforge.settings import get_settings
-    from storage.db import make_engine
-
-    engine = make_engine(get_settings().db_url)
-
-    async def look() -> None:
-        try:
-            tracker.update(await asyncio.to_thread(finished_rollouts, engine, run_id))
-        except Exception as exc:  # noqa: BLE001 - progress must never fail the work
-            log.debug("rollout progress of %s not read: %s", run_id, exc)
-
-    async def poll() -> None:
-        while True:
-            await asyncio.sleep(every_s)
-            await look()
-
-    job = asyncio.create_task(poll())
-    try:
-        yield
-    finally:
-        job.cancel()
-        with contextlib.suppress(BaseException):
-            await job
-        await look()
-        engine.dispose()

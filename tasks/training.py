@@ -18,7 +18,7 @@ from prefect import task
 
 from openforge.presets import load_preset
 from tasks.cache import note_reuse
-from tasks.progress import track, watching_rollouts
+from tasks.progress import track
 from tasks.retry import infra_only
 from tasks.stage_keys import DISTILL_KEY, EVALUATE_KEY, RL_KEY, SFT_KEY
 from training.workflows.common import load_tasks
@@ -40,9 +40,8 @@ async def distill_task(preset: str, overrides: dict, task_dirs: list[str], teach
     run_id = f"distill-{int(time.time())}"
     tracker = track("distill", f"distill ({teacher} teacher)",
                     len(task_dirs) * (n_per_task or loaded.sft.teacher_rollouts), "rollouts")
-    async with watching_rollouts(tracker, run_id):
-        return await distill(loaded, load_tasks(task_dirs), teacher=teacher, n_per_task=n_per_task,
-                             model_path=model_path, run_id=run_id)
+    return await distill(loaded, load_tasks(task_dirs), teacher=teacher, n_per_task=n_per_task,
+                         model_path=model_path, run_id=run_id, progress=lambda _result: tracker.advance())
 
 
 class SFTStopped(RuntimeError):
@@ -107,6 +106,6 @@ async def evaluate_task(preset: str, overrides: dict, task_dirs: list[str], mode
     run_id = f"eval-{label}-{int(time.time())}"
     tracker = track(f"evaluate-{label}", f"evaluate {label}", len(task_dirs) * max(n or k, k) * len(harnesses),
                     "rollouts")
-    async with watching_rollouts(tracker, run_id):
-        return await evaluate(load_preset(preset, overrides), load_tasks(task_dirs), model_path=model_path,
-                              harnesses=harnesses, k=k, n=n, label=label, run_id=run_id)
+    return await evaluate(load_preset(preset, overrides), load_tasks(task_dirs), model_path=model_path,
+                          harnesses=harnesses, k=k, n=n, label=label, run_id=run_id,
+                          progress=lambda _result: tracker.advance())

@@ -13,15 +13,24 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from environments.taskdir import TaskDir
 from openforge.presets import Preset
 from openforge.settings import get_settings
-from training.trajectory.sft import filter_sft_trajectories, sft_examples, sft_messages, write_sft_jsonl, write_sft_parquet
+from training.trajectory.sft import (
+    filter_sft_trajectories,
+    sft_examples,
+    sft_messages,
+    write_sft_jsonl,
+    write_sft_parquet,
+)
 from training.workflows.common import outcome_counts, policy_engine, rollout_service
+
+if TYPE_CHECKING:
+    from training.workflows.service import ProgressFn
 
 
 class DistillReport(BaseModel):
@@ -61,8 +70,10 @@ async def distill(
     model_path: str | None = None,
     run_id: str | None = None,
     out_dir: str | Path | None = None,
+    progress: ProgressFn | None = None,
 ) -> DistillReport:
-    """Roll out the teacher, filter, export; returns where the SFT data went."""
+    """Roll out the teacher, filter, export; returns where the SFT data went. ``progress`` is
+    called with each teacher rollout's result as it ends."""
     from transformers import AutoTokenizer  # noqa: PLC0415
 
     from training.engines.model_store import resolve_model  # noqa: PLC0415
@@ -76,7 +87,7 @@ async def distill(
     try:
         async with rollout_service(preset, engine, run_id=run_id, refill=False,
                                    model=teacher if teacher != "local" else "policy") as service:
-            results = await service.run_groups(tasks, n_per_task, role="teacher")
+            results = await service.run_groups(tasks, n_per_task, role="teacher", progress=progress)
             trajectories, _ = service.trajectories(results, tokenizer=tokenizer)
     finally:
         await engine.aclose()

@@ -7,7 +7,7 @@ import math
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
@@ -19,6 +19,9 @@ from training.evaluation.behaviour import capabilities, tool_usage
 from training.evaluation.passk import Outcome, score
 from training.memory import release_freed_memory
 from training.workflows.common import outcome_counts, policy_engine, rollout_service
+
+if TYPE_CHECKING:
+    from training.workflows.service import ProgressFn
 
 
 class HarnessEval(BaseModel):
@@ -78,9 +81,11 @@ async def evaluate(
     n: int | None = None,
     label: str = "model",
     run_id: str | None = None,
+    progress: ProgressFn | None = None,
 ) -> EvalReport:
     """``n`` (default ``k``) rollouts per task and harness with the preset's engine
-    (:func:`training.workflows.common.policy_engine`: in-process, vLLM or a URL)."""
+    (:func:`training.workflows.common.policy_engine`: in-process, vLLM or a URL);
+    ``progress`` is called with each rollout's result as it ends."""
     t0 = time.perf_counter()
     n = max(n or k, k)
     engine = await policy_engine(preset, model_path, "evaluate")
@@ -93,7 +98,7 @@ async def evaluate(
         for harness in harnesses:
             async with rollout_service(preset, engine, harness=harness, refill=False,
                                        run_id=run_id or f"eval-{label}-{int(time.time())}") as service:
-                results = await service.run_groups(tasks, n, role="eval", tag=harness)
+                results = await service.run_groups(tasks, n, role="eval", tag=harness, progress=progress)
                 calls = service.calls_of(results)
             per_harness_outcomes[harness] = outcome_counts(results)
             per_harness_metrics[harness] = metric_means(results)
