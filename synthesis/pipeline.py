@@ -22,7 +22,7 @@ from storage.claims import claim_next, release, transition_task
 from storage.db import make_engine, session_scope
 from storage.migrate import upgrade
 from storage.models import Candidate, Run, Task, TaskStatus
-from synthesis.checker import LocalChecker, TaskChecker
+from synthesis.checker import TaskChecker
 from synthesis.config import SynthConfig, SynthContext
 from synthesis.runtime.base import AgentRuntime
 from synthesis.stages.build import build_one, materialize
@@ -147,7 +147,7 @@ def build_context(
     settings: Settings,
     *,
     runtime: AgentRuntime | None,
-    checker: TaskChecker | None,
+    checker: TaskChecker,
 ) -> SynthContext:
     from storage.db import session_scope as _scope  # noqa: PLC0415
 
@@ -158,7 +158,7 @@ def build_context(
     settings.tasks_dir.mkdir(parents=True, exist_ok=True)
     return SynthContext(
         engine=engine, run_id=run_id, config=config, tasks_dir=settings.tasks_dir, work_dir=work_dir,
-        checker=checker or LocalChecker(work_dir / "checks"), runtime=runtime, seed=seed,
+        checker=checker, runtime=runtime, seed=seed,
     )
 
 
@@ -181,11 +181,13 @@ async def synthesize(
     engine: Engine | None = None,
     settings: Settings | None = None,
     runtime: AgentRuntime | None = None,
-    checker: TaskChecker | None = None,
+    checker: TaskChecker,
     run_id: str | None = None,
     progress: ProgressFn | None = None,
 ) -> SynthesisReport:
-    """Run (or resume) a synthesis run until ``config.n`` tasks are verified or rounds end."""
+    """Run (or resume) a synthesis run until ``config.n`` tasks are verified or rounds end.
+    ``checker`` runs every check rollout (oracle, no-op, test model) on the real path
+    (``tasks.synthesis.sandbox_rollouts``: synthesis never runs a task's scripts itself)."""
     settings = settings or get_settings()
     progress = progress or _noop_progress
     if config.backend != "procedural" and runtime is None:

@@ -1,9 +1,9 @@
 """Prefect task: one synthesis run (resumable; every stage records its progress in the DB).
 
 A seeded (or named) run's report is cached by its parameters (:data:`tasks.stage_keys.SYNTHESIS_KEY`),
-so a re-run pipeline reuses the tasks it made instead of synthesizing new ones. With
-``k_rollouts`` the test stage rolls the test model out ``k`` times per task through the real
-rollout path (:func:`training.orchestrator.single.rollout_once`: a sandbox and a proxy each)."""
+so a re-run pipeline reuses the tasks it made instead of synthesizing new ones. Every check
+of the test stage (oracle, no-op and, with ``k_rollouts``, the test model ``k`` times per task)
+runs on the real rollout path (:func:`sandbox_rollouts`: a sandbox each, a proxy for the model)."""
 
 from __future__ import annotations
 
@@ -26,17 +26,20 @@ if TYPE_CHECKING:
 SYNTHESIS_TIMEOUT_S = 12 * 3600
 
 
-def model_rollouts(sandbox: str, engine: str | None, model: str = "policy") -> RolloutFn:
-    """The test stage's model rollouts through the real scheduler (one sandbox + proxy each)."""
-    from synthesis.checker import CheckOutcome
+def sandbox_rollouts(sandbox: str, engine: str | None, model: str = "policy") -> RolloutFn:
+    """Every check of the test stage — oracle, no-op, and the test model's ``k`` rollouts — on
+    the real rollout path (:func:`training.orchestrator.single.rollout_once`: the in-sandbox
+    runner in a ``sandbox`` sandbox, and a proxy in front of ``engine`` for model harnesses).
+    Oracle and no-op checks are not recorded as rollouts in the DB (the synthesis run's
+    ``checks`` rows record them)."""
+    from synthesis.checker import NOOP, ORACLE, CheckOutcome
 
     async def run(task_dir: Path, harness: str) -> CheckOutcome:
         from training.orchestrator.single import rollout_once
 
-        doc = await rollout_once(str(task_dir), harness, backend=sandbox, engine=engine, model=model)
-        return CheckOutcome(harness=harness, reward=doc.get("reward"), status=doc.get("status", "infra_error"),
-                            error=doc.get("error"), checks=doc.get("checks") or {}, seconds=doc.get("seconds", 0.0),
-                            rollout_id=doc.get("rollout_id"), log_path=doc.get("logs_dir"))
+        doc = await rollout_once(str(task_dir), harness, backend=sandbox, engine=engine, model=model,
+                                 record=harness not in (ORACLE, NOOP))
+        return CheckOutcome.from_rollout(harness, doc)
 
     return run
 
@@ -68,8 +71,7 @@ async def run_synthesis(domain: str, n: int, purpose: str, backend: str, paralle
                         families: list[str] | None = None, k_rollouts: int = 0, test_harness: str = "mini",
                         test_engine: str | None = None, sandbox: str = "local", max_refine: int = 2,
                         tau: float | None = None, pool: str | None = None, judge: str = "heuristic") -> dict:
-    from openforge.settings import get_settings
-    from synthesis.checker import LocalChecker
+    from synthesis.checker import RolloutChecker
     from synthesis.config import SynthConfig
     from synthesis.pipeline import synthesize
     from synthesis.runtime.factory import make_runtime
@@ -80,9 +82,7 @@ async def run_synthesis(domain: str, n: int, purpose: str, backend: str, paralle
     # paid APIs: every call holds a slot of the API's global concurrency limit and one start of
     # its rate limit (tasks.paid_api; created by `openforge init`), whatever the parallelism
     runtime = make_runtime(backend, model=model, base_url=base_url, gate=gate_for_backend(backend))
-    checker = None
-    if k_rollouts:
-        checker = LocalChecker(get_settings().runs_dir / "synth-checks", rollout=model_rollouts(sandbox, test_engine))
+    checker = RolloutChecker(sandbox_rollouts(sandbox, test_engine))
     progress = stage_progress(track(f"synthesis-{domain}-{purpose}", f"synthesis ({domain}, {purpose})", n, "verified"))
 
     report = await synthesize(config, runtime=runtime, checker=checker, run_id=run_id, progress=progress)

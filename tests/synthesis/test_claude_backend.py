@@ -24,6 +24,7 @@ from synthesis.runtime.base import Budget
 from synthesis.runtime.claude import MCP_SERVER, ClaudeAgent
 from synthesis.store import count_candidates, start_or_resume_run
 from synthesis.tools import proposal_tools
+from tests.synthesis.checks import sandbox_checker
 from tests.synthesis.fake_anthropic import FakeAnthropic, text_block, tool_block
 from tests.synthesis.scripted_author import ScriptedAuthor
 
@@ -105,7 +106,8 @@ def test_claude_backend_runs_all_five_stages(db_engine, openforge_home: Path) ->
     with FakeAnthropic(decider(author)) as fake:
         config = SynthConfig(n=2, backend="claude", workers=1, oversample=1.5, quality_judge="llm",
                              proposals_per_call=3, max_refine=2)
-        report = asyncio.run(synthesize(config, engine=db_engine, runtime=_agent(fake, openforge_home)))
+        report = asyncio.run(synthesize(config, engine=db_engine, runtime=_agent(fake, openforge_home),
+                                        checker=sandbox_checker()))
     assert report.status == "done" and report.tasks == {"verified": 2}, report
     assert author.stage_calls.get("build") == 2 and author.stage_calls.get("refine") == 1
     for stage in ("propose", "prune", "build", "test", "refine"):

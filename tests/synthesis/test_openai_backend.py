@@ -22,6 +22,7 @@ from synthesis.pipeline import synthesize
 from synthesis.runtime.base import AgentTool, Budget
 from synthesis.runtime.openai_loop import OpenAIAgent
 from testkit.fakes.vllm import FakeReply, FakeVLLM
+from tests.synthesis.checks import sandbox_checker
 from tests.synthesis.scripted_author import ScriptedAuthor
 
 
@@ -71,7 +72,7 @@ def test_openai_backend_runs_all_five_stages(db_engine, openforge_home: Path) ->
         agent = OpenAIAgent(base_url=fake.base_url, model="fake-policy", usd_per_mtok_in=2.0, usd_per_mtok_out=8.0)
         config = SynthConfig(n=2, backend="openai", workers=1, oversample=1.5, quality_judge="llm",
                              proposals_per_call=3, max_refine=2)
-        report = asyncio.run(synthesize(config, engine=db_engine, runtime=agent))
+        report = asyncio.run(synthesize(config, engine=db_engine, runtime=agent, checker=sandbox_checker()))
     assert report.status == "done" and report.tasks == {"verified": 2}
     assert author.stage_calls.get("build") == 2 and author.stage_calls.get("refine") == 1
     for stage in ("propose", "prune", "build", "test", "refine"):

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from environments.taskdir import validate_task, write_task
-from synthesis.checker import LocalChecker
 from synthesis.procedural.families import FAMILIES, FAMILY_SERVICES, generate
 from synthesis.procedural.render import task_config, task_files
 from synthesis.procedural.spec import DIFFICULTIES
+from tests.synthesis.checks import sandbox_checker
 
 
 def test_at_least_eight_families_single_and_multi_service() -> None:
@@ -55,13 +55,14 @@ def test_rendered_task_dir_is_valid_and_hides_answers_from_the_agent(tmp_path: P
 def test_oracle_scores_one_and_noop_zero(family: str, tmp_path: Path) -> None:
     spec = generate(family, 101)
     td = write_task(tmp_path / "tasks" / spec.name, task_config(spec), spec.instruction, task_files(spec))
-    checker = LocalChecker(tmp_path / "work")
+    checker = sandbox_checker()
 
     async def both():  # noqa: ANN202
         return await checker.check(td.path, "oracle"), await checker.check(td.path, "noop")
 
     oracle, noop = asyncio.run(both())
     assert oracle.reward == 1.0, (oracle.error, oracle.checks)
+    assert oracle.rollout_id and noop.rollout_id  # both ran as rollouts (runner in a sandbox)
     assert all(oracle.checks.values())
     assert noop.reward == 0.0 and noop.status == "ok"
     assert not all(noop.checks.values())

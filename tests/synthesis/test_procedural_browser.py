@@ -14,6 +14,7 @@ from synthesis.pools import packaged_pool
 from synthesis.procedural.families import FAMILIES, FAMILY_DOMAIN, FAMILY_SERVICES, generate
 from synthesis.procedural.render import task_config, task_files
 from tests.environments.browser.conftest import needs_chromium
+from tests.synthesis.checks import sandbox_checker
 
 BROWSER = sorted(f for f, d in FAMILY_DOMAIN.items() if d == "browser-use")
 
@@ -49,7 +50,8 @@ async def test_procedural_run_verifies_browser_tasks(db_engine, openforge_home: 
     from synthesis.pipeline import synthesize
 
     report = await synthesize(SynthConfig(domain="browser-use", n=2, workers=2, seed=5, max_rounds=2),
-                              engine=db_engine, settings=get_settings())
+                              engine=db_engine, settings=get_settings(),
+                              checker=sandbox_checker())
     assert report.status == "done", report
     for d in report.verified_dirs:
         assert Path(d).name.startswith("browser-use-") and validate_task(Path(d)) == []

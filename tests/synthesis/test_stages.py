@@ -13,13 +13,14 @@ from environments.taskdir import write_task
 from storage.claims import claim_next
 from storage.db import session_scope
 from storage.models import Check, Task, TaskStatus
-from synthesis.checker import CheckOutcome, LocalChecker
+from synthesis.checker import CheckOutcome
 from synthesis.config import SynthConfig, SynthContext
 from synthesis.procedural.families import generate
 from synthesis.procedural.render import task_config, task_files
 from synthesis.stages.testing import run_checks_one
 from synthesis.store import start_or_resume_run, worker_id
 from synthesis.tools import build_tools
+from tests.synthesis.checks import sandbox_checker
 
 
 class RolloutLog:
@@ -43,7 +44,7 @@ def test_build_tools_stay_inside_the_task_dir(tmp_path: Path) -> None:
     staging.mkdir()
     rollouts = RolloutLog([0.0])
     outcomes: list[CheckOutcome] = []
-    tools = {t.name: t for t in build_tools(staging, LocalChecker(tmp_path / "w", rollout=rollouts), outcomes, "mini")}
+    tools = {t.name: t for t in build_tools(staging, sandbox_checker(rollouts), outcomes, "mini")}
 
     async def go() -> None:
         text, err = await tools["write_file"].invoke({"path": "tests/test.sh", "content": "#!/bin/sh\nexit 0\n"})
@@ -75,7 +76,7 @@ def test_test_stage_pass_rate_and_no_repeated_rollouts(db_engine, openforge_home
     rollouts = RolloutLog([1.0, 0.0, 1.0, 1.0])
     ctx = SynthContext(engine=db_engine, run_id=rid, config=SynthConfig(n=1, k_rollouts=4, test_harness="mini"),
                        tasks_dir=tmp_path / "tasks", work_dir=tmp_path / "work",
-                       checker=LocalChecker(tmp_path / "checks", rollout=rollouts))
+                       checker=sandbox_checker(rollouts))
     wid = worker_id(0)
     assert claim_next(db_engine, "test", wid) == "t1"
     stats = asyncio.run(run_checks_one(ctx, "t1", wid))
