@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from typing import Annotated, Any, Callable
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, ValidationError
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model
 
 DEFAULT_NOW = "2026-03-02T09:00:00Z"
 
@@ -232,6 +232,20 @@ class ServiceSpec:
             return handler
 
         return register
+
+    def get_action(self, name: str, *, collection: str, kind: str, description: str, id_description: str = "",
+                   args: type[Args] | None = None) -> None:
+        """Register ``<service>_<name>``: one object of ``collection`` by id, answered as
+        ``{kind: object}`` (a 404 naming ``kind`` when there is none). Its arguments: ``args``
+        (a model with an ``id``, when other actions share it) or a ``GetArgs`` model made here
+        whose ``id`` says ``id_description``."""
+        if args is None:
+            args = create_model("GetArgs", __base__=Args, id=(str, Field(description=id_description)))
+
+        def get(store: Store, a: Any) -> dict[str, Any]:
+            return {kind: dict(store.get(collection, a.id, kind))}
+
+        self.action(name, args, description)(get)
 
     def tool_name(self, action: str) -> str:
         return f"{self.name}_{action}"

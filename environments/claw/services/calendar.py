@@ -56,9 +56,7 @@ class GetArgs(Args):
     id: str = Field(description="Event id.")
 
 
-@SPEC.action("get_event", GetArgs, "Get one event by id.")
-def get_event(store: Store, a: GetArgs) -> dict:
-    return {"event": dict(store.get("events", a.id, "event"))}
+SPEC.get_action("get_event", collection="events", kind="event", args=GetArgs, description="Get one event by id.")
 
 
 class CreateArgs(Args):

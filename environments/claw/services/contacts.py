@@ -30,13 +30,8 @@ def search(store: Store, a: SearchArgs) -> dict:
     return {"contacts": [dict(c) for c in found[: a.limit]]}
 
 
-class GetArgs(Args):
-    id: str = Field(description="Contact id.")
-
-
-@SPEC.action("get", GetArgs, "Get one contact by id.")
-def get(store: Store, a: GetArgs) -> dict:
-    return {"contact": dict(store.get("contacts", a.id, "contact"))}
+SPEC.get_action("get", collection="contacts", kind="contact", id_description="Contact id.",
+                description="Get one contact by id.")
 
 
 class CreateArgs(Args):

@@ -57,13 +57,8 @@ def list_tickets(store: Store, a: ListArgs) -> dict:
     return {"tickets": [_summary(t) for t in tickets[: a.limit]]}
 
 
-class GetArgs(Args):
-    id: str = Field(description="Ticket id, e.g. T-1042.")
-
-
-@SPEC.action("get_ticket", GetArgs, "Get a ticket with all its comments.")
-def get_ticket(store: Store, a: GetArgs) -> dict:
-    return {"ticket": dict(store.get("tickets", a.id, "ticket"))}
+SPEC.get_action("get_ticket", collection="tickets", kind="ticket", id_description="Ticket id, e.g. T-1042.",
+                description="Get a ticket with all its comments.")
 
 
 class CreateArgs(Args):

@@ -36,13 +36,8 @@ def search(store: Store, a: SearchArgs) -> dict:
     }
 
 
-class GetArgs(Args):
-    id: str = Field(description="Article id, e.g. KB-118.")
-
-
-@SPEC.action("get_article", GetArgs, "Read one article in full.")
-def get_article(store: Store, a: GetArgs) -> dict:
-    return {"article": dict(store.get("articles", a.id, "article"))}
+SPEC.get_action("get_article", collection="articles", kind="article", id_description="Article id, e.g. KB-118.",
+                description="Read one article in full.")
 
 
 class CreateArgs(Args):

@@ -32,13 +32,8 @@ def list_notes(store: Store, a: ListArgs) -> dict:
     return {"notes": [{"id": n["id"], "title": n["title"], "tags": n.get("tags", [])} for n in notes]}
 
 
-class GetArgs(Args):
-    id: str = Field(description="Note id.")
-
-
-@SPEC.action("get", GetArgs, "Read one note.")
-def get(store: Store, a: GetArgs) -> dict:
-    return {"note": dict(store.get("notes", a.id, "note"))}
+SPEC.get_action("get", collection="notes", kind="note", id_description="Note id.",
+                description="Read one note.")
 
 
 class CreateArgs(Args):
