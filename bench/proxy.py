@@ -478,6 +478,7 @@ class TrajResult:
     add_p50_ms: float = float("nan")  # per-call latency minus the direct engine's p50
     add_p99_ms: float = float("nan")
     cpu_ms: float = float("nan")  # server CPU per call
+    end_cpu_ms: float = float("nan")  # server CPU per call at the workload's last (longest) prompt
     rss_mb: float = float("nan")  # server peak RSS
     rps: float = float("nan")  # calls/s, engine without delay
     stored_mb: float = float("nan")
@@ -622,11 +623,17 @@ async def bench_trajectories(engine_url: str, workdir: Path, args: argparse.Name
             proc, url, db_url = await openforge_proxy(engine_url, workdir, f"{name.replace(' ', '-')}-{w.name}", full=full)
             try:
                 slow = await replay(w, await register_rollouts(url, n, w.name), proc.popen.pid)
-                fast = await replay(fast_w, await register_rollouts(url, n, w.name + "-fast"), proc.popen.pid)
+                fast_bases = await register_rollouts(url, n, w.name + "-fast")
+                fast = await replay(fast_w, fast_bases, proc.popen.pid)
+                # The longest prompt again, 3 times a rollout on top of its history (no delay):
+                # the proxy's CPU per call at the workload's end (~--final-tokens of prompt).
+                end = await replay(fast_w, fast_bases, proc.popen.pid, [fast_w.bodies[-1]] * 3)
             finally:
                 proc.stop()
             r = summarize(name, w, slow, fast, direct, d_slow["lat"])
-            st = sqlite_storage(db_url.removeprefix("sqlite:///"))
+            if end["lat"] and not end["errors"]:
+                r.end_cpu_ms = end["cpu_s"] * 1000 / len(end["lat"])
+            st = sqlite_storage(db_url.removeprefix("sqlite:///"), max_calls=len(w.bodies))
             r.stored_mb, r.full_mb, r.unique_mb, r.tokens = st["stored_mb"], st["full_mb"], st["unique_mb"], st["tokens"]
             out.append(r)
             print(f"  {w.name}: {name} done", flush=True)
@@ -820,14 +827,15 @@ async def bench_processes(engine_url: str, workdir: Path, args: argparse.Namespa
 
 def traj_report(results: list[TrajResult], args: argparse.Namespace) -> str:
     lines = [(f"trajectory workloads: {args.rollouts} concurrent rollouts, engine delay {args.engine_delay:.2f} s a "
-              f"call (req/s: the same replay with no delay)"),
+              f"call (req/s: the same replay with no delay; cpu @end: the proxy's CPU per call on the last, longest "
+              f"prompt, sent 3 more times per rollout with no delay)"),
              (f"{'workload':<8} {'target':<24} {'calls':>6} {'err':>4} {'+wall %':>8} {'+p50 ms':>8} {'+p99 ms':>8} "
-              f"{'cpu ms/call':>11} {'RSS MB':>7} {'req/s':>7} {'MB/rollout':>10} {'full MB':>8} {'uniq MB':>8} "
-              f"{'stored/uniq':>11}"), "-" * 150]
+              f"{'cpu ms/call':>11} {'@end':>6} {'RSS MB':>7} {'req/s':>7} {'MB/rollout':>10} {'full MB':>8} {'uniq MB':>8} "
+              f"{'stored/uniq':>11}"), "-" * 157]
     for r in results:
         ratio = r.stored_mb / r.unique_mb if r.unique_mb == r.unique_mb and r.unique_mb else float("nan")
         lines.append(f"{r.workload:<8} {r.target:<24} {r.calls:6d} {r.errors:4d} {100 * r.added_frac:8.2f} "
-                     f"{r.add_p50_ms:8.2f} {r.add_p99_ms:8.2f} {r.cpu_ms:11.2f} {r.rss_mb:7.0f} {r.rps:7.0f} "
+                     f"{r.add_p50_ms:8.2f} {r.add_p99_ms:8.2f} {r.cpu_ms:11.2f} {r.end_cpu_ms:6.2f} {r.rss_mb:7.0f} {r.rps:7.0f} "
                      f"{r.stored_mb:10.3f} {r.full_mb:8.3f} {r.unique_mb:8.3f} {ratio:11.2f}"
                      + (f"  {r.note}" if r.note else ""))
     for w in sorted({r.workload for r in results}):

@@ -172,8 +172,10 @@ def without_delay(w: Workload) -> Workload:
 
 
 # -- storage accounting --------------------------------------------------------------------------
-def sqlite_storage(db_path: str) -> dict[str, float]:
-    """Bytes stored per rollout, what full rows would hold, and the unique content they carry.
+def sqlite_storage(db_path: str, max_calls: int | None = None) -> dict[str, float]:
+    """Bytes stored per rollout, what full rows would hold, and the unique content they carry
+    (``max_calls``: a rollout's calls from that index on are left out, e.g. extra calls a
+    bench made after the workload).
 
     ``stored``: JSON payload bytes of the rows as written. ``full``: the same calls expanded
     (what every row in full holds). ``unique``: the last call in full plus every earlier
@@ -193,6 +195,8 @@ def sqlite_storage(db_path: str) -> dict[str, float]:
     quoted = ", ".join(f'"{c}"' for c in cols)
     for row in conn.execute(f"select {quoted} from model_calls where prompt_token_ids is not null "
                             "or side_file is not null"):
+        if max_calls is not None and row["index"] >= max_calls:
+            continue
         rec = {c: (orjson.loads(row[c]) if c in json_cols and row[c] is not None else row[c]) for c in cols}
         by_rollout.setdefault(rec["rollout_id"], []).append(rec)
     conn.close()

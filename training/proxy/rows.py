@@ -65,10 +65,16 @@ class _Statement:
                    else row.get(name) if enc is None else enc(row.get(name))) for name, enc in self.encoders]
         return tuple(v for _, v in values) if self.positional else dict(values)
 
-    def run(self, conn: Connection, rows: Sequence[Mapping[str, Any]],
+    def run(self, conn: Connection | Any, rows: Sequence[Mapping[str, Any]],
             ready: Sequence[Mapping[str, Any] | None] | None = None) -> None:
+        """Execute for ``rows`` on a SQLAlchemy connection, or on a DB-API connection
+        (SQLite's, inside a transaction its caller began)."""
         if rows:
-            conn.exec_driver_sql(self.sql, [self.params(r, ready[i] if ready else None) for i, r in enumerate(rows)])
+            params = [self.params(r, ready[i] if ready else None) for i, r in enumerate(rows)]
+            if isinstance(conn, Connection):
+                conn.exec_driver_sql(self.sql, params)
+            else:
+                conn.executemany(self.sql, params)
 
 
 def _skip_none(process: Encoder) -> Encoder:
@@ -87,8 +93,9 @@ class CallRows:
         self._count = _Statement(count, dialect, ("n", "rid"), {"n": _ROLLOUTS.c.n_calls.type,
                                                                  "rid": _ROLLOUTS.c.id.type})
 
-    def insert(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
-        """Insert ``model_calls`` rows (keys of :data:`CALL_COLUMNS`; missing ones are NULL)."""
+    def insert(self, conn: Connection | Any, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Insert ``model_calls`` rows (keys of :data:`CALL_COLUMNS`; missing ones are NULL);
+        ``conn``: a SQLAlchemy connection or SQLite's DB-API connection (see :meth:`_Statement.run`)."""
         if self.side is None:
             self._insert.run(conn, rows)
             return
@@ -102,6 +109,6 @@ class CallRows:
             ready.append({**dict.fromkeys(SIDE_COLUMNS), "side_file": ref})
         self._insert.run(conn, rows, ready)
 
-    def set_counts(self, conn: Connection, counts: Mapping[str, int]) -> None:
+    def set_counts(self, conn: Connection | Any, counts: Mapping[str, int]) -> None:
         """``rollouts.n_calls`` of each rollout id, in one executemany."""
         self._count.run(conn, [{"rid": rid, "n": n} for rid, n in counts.items()])

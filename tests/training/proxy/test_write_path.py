@@ -186,3 +186,37 @@ async def test_large_payloads_go_to_side_files_and_read_back(sqlite_url: str) ->
     finally:
         engine.dispose()
     assert loaded[0].request == big and loaded[0].prompt_token_ids == ids
+
+
+async def test_inline_writes_never_block_the_loop_on_a_locked_db(sqlite_url: str) -> None:
+    """SQLite batches are written on the event loop only while the write lock is free: with
+    another process's transaction holding it, the call waits in the writer thread (the loop
+    keeps serving) and is committed, and acknowledged, once the lock is released."""
+    import sqlite3
+
+    upgrade(sqlite_url)
+    rec = Recorder(sqlite_url, migrate=False)
+    await rec.start()
+    try:
+        state, _ = await rec.register(task_id="t")
+        await rec.record(state, CallRecord(api="chat", model="m", request={"q": 0}, response={}, prompt_token_ids=[0]))
+        other = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"), isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")  # another writer holds the lock
+        try:
+            pending = asyncio.create_task(rec.record(state, CallRecord(api="chat", model="m", request={"q": 1},
+                                                                       response={}, prompt_token_ids=[1])))
+            ticks = 0
+            for _ in range(20):
+                await asyncio.sleep(0.01)
+                ticks += 1
+            assert ticks == 20 and not pending.done()  # the loop ran; the call is not acknowledged yet
+        finally:
+            other.execute("COMMIT")
+            other.close()
+        assert await asyncio.wait_for(pending, 30) == 1
+        # Back on the inline path after the backoff: later calls are written as before.
+        for i in range(2, 40):
+            await rec.record(state, CallRecord(api="chat", model="m", request={"q": i}, response={}, prompt_token_ids=[i]))
+        assert [c["request"]["q"] for c in await rec.calls(state.rollout_id)] == list(range(40))
+    finally:
+        await rec.stop()
