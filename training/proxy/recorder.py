@@ -254,7 +254,7 @@ class Recorder:
             # against ~0.09 ms for the write itself (py-spy, sequential small calls).
             try:
                 results = self._apply(batch, wait=False)
-            except Exception:  # noqa: BLE001 - locked by another process, or a bad op: the thread path decides
+            except Exception:  # locked by another process, or a bad op: the thread path decides
                 log.debug("inline write of %d ops failed; through the writer thread", len(batch), exc_info=True)
                 self._inline_skip = INLINE_BACKOFF  # another writer is busy on this DB: wait in the thread a while
             else:
