@@ -26,7 +26,7 @@ from environments.records import ErrorKind, RolloutSpec
 from openforge.settings import get_settings
 from training.orchestrator.backend import SandboxError, SandboxExit, SandboxHandle
 from training.orchestrator.bwrap import BwrapPlan, Mount, build_argv, bwrap_path
-from training.orchestrator.bytecode import compile_runtime
+from training.orchestrator.bytecode import ensure_runtime_bytecode
 from training.orchestrator.config import get_orchestrator_settings
 from training.orchestrator.dockerfile import DockerfileInfo, parse_dockerfile
 from training.orchestrator.follow import RunnerFollower, stream_lines
@@ -46,6 +46,7 @@ from training.orchestrator.runtime import (
     sandbox_python,
     with_relay,
 )
+from training.orchestrator.spawn import SpawnedProcess, spawn
 from training.orchestrator.task_support import check_supported, not_honoured, task_env
 
 log = logging.getLogger(__name__)
@@ -139,7 +140,7 @@ class LocalBackend:
 
     async def _ensure_bytecode(self) -> None:
         if self._bytecode is None:
-            self._bytecode = asyncio.ensure_future(compile_runtime(sandbox_python(), REPO_ROOT))
+            self._bytecode = asyncio.ensure_future(ensure_runtime_bytecode(sandbox_python(), REPO_ROOT))
         await asyncio.shield(self._bytecode)  # one compile for concurrent starts, even if one is cancelled
 
     # -- start -----------------------------------------------------------------------
@@ -199,10 +200,10 @@ class LocalBackend:
         t1 = time.monotonic()
         runner_log = dirs.runner_log.open("ab")
         try:
-            proc = await asyncio.create_subprocess_exec(
-                *(cgroup.wrap(argv) if cgroup else argv), cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE, stderr=runner_log, start_new_session=True, limit=1 << 22,
-            )
+            # fork/exec in a worker thread, exit seen through a pidfd: the loop that starts the
+            # wave's other sandboxes and relays their model calls is never held up (spawn.py)
+            proc = await spawn(cgroup.wrap(argv) if cgroup else argv, cwd=cwd, env=env, stderr=runner_log,
+                               limit=1 << 22)
         except (OSError, subprocess.SubprocessError) as exc:
             raise SandboxError(f"cannot launch {argv[0]}: {exc}", kind=ErrorKind.start_failed) from exc
         finally:
@@ -302,7 +303,7 @@ class LocalBackend:
 
     # -- follow ----------------------------------------------------------------------
     async def wait(self, handle: SandboxHandle) -> SandboxExit:
-        proc: asyncio.subprocess.Process = handle.state["proc"]
+        proc: SpawnedProcess = handle.state["proc"]
         dirs: SandboxDirs = handle.state["dirs"]
         task_dir: Path = handle.state["task_dir"]
         t0 = time.monotonic()
@@ -337,7 +338,7 @@ class LocalBackend:
 
     async def cancel(self, handle: SandboxHandle) -> None:
         handle.state["cancelled"] = True
-        proc: asyncio.subprocess.Process | None = handle.state.get("proc")
+        proc: SpawnedProcess | None = handle.state.get("proc")
         pgid = proc.pid if proc is not None and proc.returncode is None else None
         await asyncio.to_thread(kill_tree, pgid, handle.rollout_id)
         if proc is not None:
@@ -351,7 +352,7 @@ class LocalBackend:
         return await asyncio.to_thread(lambda: path.read_text(encoding="utf-8", errors="replace") if path.exists() else "")
 
     async def cleanup(self, handle: SandboxHandle) -> None:
-        proc: asyncio.subprocess.Process | None = handle.state.get("proc")
+        proc: SpawnedProcess | None = handle.state.get("proc")
         pgid = proc.pid if proc is not None and proc.returncode is None else None
         if pgid is not None or sandbox_pids(handle.rollout_id):
             await asyncio.to_thread(kill_tree, pgid, handle.rollout_id)

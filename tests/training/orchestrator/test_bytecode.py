@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -41,3 +42,37 @@ async def test_an_interpreter_that_cannot_run_is_reported_not_raised(tmp_path: P
     repo = _checkout(tmp_path)
     assert await compile_runtime(str(tmp_path / "no-python"), repo) is False
     assert not (repo / "environments" / "__pycache__").exists()
+
+
+@pytest.mark.asyncio
+async def test_fresh_bytecode_is_checked_in_process_and_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No compileall interpreter when every .pyc is current; a changed source is not fresh;
+    one check per (python, checkout) per process."""
+    from training.orchestrator import bytecode
+
+    repo = _checkout(tmp_path)
+    monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
+    assert bytecode.runtime_fresh(repo) is False
+    assert await compile_runtime(sys.executable, repo) is True
+    assert bytecode.runtime_fresh(repo) is True
+    mod = repo / "environments" / "sub" / "mod.py"
+    mod.write_text("VALUE = 10\n")  # other size: its .pyc is stale, as the import system sees it
+    assert bytecode.runtime_fresh(repo) is False
+    later = mod.stat().st_mtime + 2  # compileall itself compares the mtime only
+    os.utime(mod, (later, later))
+    assert await compile_runtime(sys.executable, repo) is True
+
+    calls: list[str] = []
+
+    async def counting(python: str, root: Path) -> bool:
+        calls.append(python)
+        return True
+
+    monkeypatch.setattr(bytecode, "compile_runtime", counting)
+    monkeypatch.setattr(bytecode, "_DONE", {})
+    assert await bytecode.ensure_runtime_bytecode(sys.executable, repo) is True
+    assert calls == []  # fresh: no interpreter started
+    other = str(tmp_path / "other-python")
+    assert await bytecode.ensure_runtime_bytecode(other, repo) is True
+    assert await bytecode.ensure_runtime_bytecode(other, repo) is True
+    assert calls == [other]  # another interpreter's cache tag: compiled by it, once
