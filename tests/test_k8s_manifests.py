@@ -91,8 +91,23 @@ def test_network_policy_selects_rollout_pods_and_allows_only_proxy_control_dns()
                       or peer["podSelector"]["matchLabels"].get("k8s-app"),
                       tuple(sorted((p["protocol"], p["port"]) for p in rule["ports"])))
                      for rule in spec["egress"] for peer in rule["to"])
-    assert targets == [("kube-dns", (("TCP", 53), ("UDP", 53))), ("openforge-orchestrator", (("TCP", 9100),)),
-                       ("openforge-proxy", (("TCP", 9000),))]
+    assert targets == [("kube-dns", (("TCP", 53), ("UDP", 53))), ("openforge-orchestrator", (("TCP", 9000),)),
+                       ("openforge-orchestrator", (("TCP", 9100),)), ("openforge-proxy", (("TCP", 9000),))]
+
+
+def test_network_policy_lets_rollout_pods_reach_the_flow_pods_in_process_proxy() -> None:
+    """The flow pods of prefect-kubernetes.yaml run the proxy in-process (RolloutService):
+    whatever labels their job variables give them, the static policy's port-9000 rule selects."""
+    deploy = yaml.safe_load((CONFIGS.parents[1] / "prefect-kubernetes.yaml").read_text())
+    flow_labels = [jv["labels"] for jv in deploy["definitions"]["job_variables"].values()]
+    spec = {p["metadata"]["name"]: p["spec"] for p in by_kind("NetworkPolicy")}["rollouts-egress-proxy-only"]
+    proxy_peers = [peer for rule in spec["egress"] if {"protocol": "TCP", "port": 9000} in rule["ports"]
+                   for peer in rule["to"]]
+    namespace = deploy["definitions"]["job_variables"]["cpu"]["namespace"]
+    for labels in flow_labels:
+        assert any(all(labels.get(k) == v for k, v in peer["podSelector"]["matchLabels"].items())
+                   and peer["namespaceSelector"]["matchLabels"] == {"kubernetes.io/metadata.name": namespace}
+                   for peer in proxy_peers), labels
     namespaces = {d["metadata"].get("namespace") for _f, d in documents() if d["kind"] != "Namespace"}
     assert namespaces == {by_kind("Namespace")[0]["metadata"]["name"]}
 
