@@ -93,6 +93,8 @@ def test_network_policy_selects_rollout_pods_and_allows_only_proxy_control_dns()
                      for rule in spec["egress"] for peer in rule["to"])
     assert targets == [("kube-dns", (("TCP", 53), ("UDP", 53))), ("openforge-orchestrator", (("TCP", 9000),)),
                        ("openforge-orchestrator", (("TCP", 9100),)), ("openforge-proxy", (("TCP", 9000),))]
+    namespaces = {d["metadata"].get("namespace") for _f, d in documents() if d["kind"] != "Namespace"}
+    assert namespaces == {by_kind("Namespace")[0]["metadata"]["name"]}
 
 
 def test_network_policy_lets_rollout_pods_reach_the_flow_pods_in_process_proxy() -> None:
@@ -108,8 +110,6 @@ def test_network_policy_lets_rollout_pods_reach_the_flow_pods_in_process_proxy()
         assert any(all(labels.get(k) == v for k, v in peer["podSelector"]["matchLabels"].items())
                    and peer["namespaceSelector"]["matchLabels"] == {"kubernetes.io/metadata.name": namespace}
                    for peer in proxy_peers), labels
-    namespaces = {d["metadata"].get("namespace") for _f, d in documents() if d["kind"] != "Namespace"}
-    assert namespaces == {by_kind("Namespace")[0]["metadata"]["name"]}
 
 
 def test_example_pod_is_what_the_backend_builds() -> None:
