@@ -171,7 +171,7 @@ def main() -> int:
     p.add_argument("--batch-tasks", type=int, default=None, help="task groups per step (default: the preset's)")
     p.add_argument("--train-tasks", type=int, default=24)
     p.add_argument("--sft-tasks", type=int, default=8, help="SFT tasks (the main job's light SFT: 8)")
-    p.add_argument("--eval-tasks", type=int, default=16)
+    p.add_argument("--eval-tasks", type=int, default=32, help="held-out tasks (the main job's: 32)")
     p.add_argument("--eval-samples", type=int, default=4)
     p.add_argument("--lr", type=float, default=None, help="GRPO learning rate (default: the preset's)")
     p.add_argument("--seed", type=int, default=0)
