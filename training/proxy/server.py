@@ -19,6 +19,13 @@ from training.engines.base import ChatEngine
 
 log = logging.getLogger(__name__)
 
+#: Seconds an idle keep-alive connection stays open. Above every client's own idle expiry
+#: (httpx and the OpenAI/Anthropic SDKs: 5 s; Node's agents: 4-5 s), so a client never sends
+#: on a pooled connection the proxy is closing at that instant — with uvicorn's default (5 s,
+#: equal to httpx's) that race ended a loaded evaluation's rollout as "proxy registration
+#: failed: ReadError".
+KEEP_ALIVE_S = 75
+
 
 class BackgroundUvicorn:
     """An ASGI app served by uvicorn in a background thread; ``start()``/``stop()``."""
@@ -47,7 +54,8 @@ class BackgroundUvicorn:
         # (Prefect's among them, flushed under logging's lock) from this thread — a deadlock
         # when a Prefect task starts on another thread at that moment (two pipeline stages at once)
         config = uvicorn.Config(self.app, host=self.host, port=self.port, log_level=self.log_level, log_config=None,
-                                lifespan="on", access_log=False, timeout_graceful_shutdown=5)
+                                lifespan="on", access_log=False, timeout_graceful_shutdown=5,
+                                timeout_keep_alive=KEEP_ALIVE_S)
         self._server = uvicorn.Server(config)
 
         def run() -> None:
@@ -133,7 +141,7 @@ def serve_foreground(app: Any, host: str = "127.0.0.1", port: int = 0,
     sock.listen(2048)  # connections made as soon as on_ready fires wait in the backlog, not refused
     url = f"http://{host}:{sock.getsockname()[1]}"
     config = uvicorn.Config(app, host=host, port=sock.getsockname()[1], log_level=log_level, lifespan="on",
-                            access_log=False, timeout_graceful_shutdown=5)
+                            access_log=False, timeout_graceful_shutdown=5, timeout_keep_alive=KEEP_ALIVE_S)
     server = uvicorn.Server(config)
     if on_ready is not None:
         on_ready(url)
