@@ -24,6 +24,12 @@ class Settings(BaseSettings):
     log_level: str = Field(default="WARNING", description="Library log level (quiet by default).")
     log_json: bool = Field(default=False, description="Emit logs as JSON lines.")
     vllm_python: Path | None = Field(default=None, description="Interpreter with vllm (default: .venv-vllm, else this one).")
+    proxy_host: str = Field(default="127.0.0.1", description="Bind address of a run's in-process proxy ('0.0.0.0' "
+                            "where sandboxes run on other machines: Kubernetes pods).")
+    proxy_advertise_host: str | None = Field(default=None, description="Address sandboxes reach a run's proxy at "
+                                             "(default: the bind address; with 0.0.0.0, this host's own IP).")
+    proxy_ports: str | None = Field(default=None, description="Port range 'LOW-HIGH' a run's proxy binds the first "
+                                    "free port of (static NetworkPolicies name it); default any free port.")
 
     @property
     def home_dir(self) -> Path:

@@ -98,18 +98,24 @@ def test_network_policy_selects_rollout_pods_and_allows_only_proxy_control_dns()
 
 
 def test_network_policy_lets_rollout_pods_reach_the_flow_pods_in_process_proxy() -> None:
-    """The flow pods of prefect-kubernetes.yaml run the proxy in-process (RolloutService):
-    whatever labels their job variables give them, the static policy's port-9000 rule selects."""
+    """The flow pods of prefect-kubernetes.yaml run the proxy in-process (RolloutService), on
+    every interface and a port of OPENFORGE_PROXY_PORTS: whatever labels their job variables
+    give them, the static policy's proxy rule selects them and opens exactly that range."""
+    from training.proxy.server import parse_ports
+
     deploy = yaml.safe_load((CONFIGS.parents[1] / "prefect-kubernetes.yaml").read_text())
-    flow_labels = [jv["labels"] for jv in deploy["definitions"]["job_variables"].values()]
+    job_variables = deploy["definitions"]["job_variables"].values()
     spec = {p["metadata"]["name"]: p["spec"] for p in by_kind("NetworkPolicy")}["rollouts-egress-proxy-only"]
-    proxy_peers = [peer for rule in spec["egress"] if {"protocol": "TCP", "port": 9000} in rule["ports"]
-                   for peer in rule["to"]]
     namespace = deploy["definitions"]["job_variables"]["cpu"]["namespace"]
-    for labels in flow_labels:
-        assert any(all(labels.get(k) == v for k, v in peer["podSelector"]["matchLabels"].items())
+    for jv in job_variables:
+        assert jv["env"]["OPENFORGE_PROXY_HOST"] == "0.0.0.0", "a proxy on loopback is unreachable from rollout pods"
+        ports = parse_ports(jv["env"]["OPENFORGE_PROXY_PORTS"])
+        proxy_peers = [peer for rule in spec["egress"] for port in rule["ports"]
+                       if port["protocol"] == "TCP" and port["port"] == ports.start
+                       and port.get("endPort", port["port"]) == ports.stop - 1 for peer in rule["to"]]
+        assert any(all(jv["labels"].get(k) == v for k, v in peer["podSelector"]["matchLabels"].items())
                    and peer["namespaceSelector"]["matchLabels"] == {"kubernetes.io/metadata.name": namespace}
-                   for peer in proxy_peers), labels
+                   for peer in proxy_peers), jv["labels"]
 
 
 def test_example_pod_is_what_the_backend_builds() -> None:

@@ -27,13 +27,59 @@ log = logging.getLogger(__name__)
 KEEP_ALIVE_S = 75
 
 
+def advertised_address(host: str) -> str:
+    """The address others reach a server bound to ``host`` at: ``host`` itself, except for the
+    wildcard, where it is this machine's own address (in a Kubernetes pod, the pod IP)."""
+    if host not in ("0.0.0.0", "", "::"):
+        return host
+    try:
+        return socket.gethostbyname(socket.gethostname())
+    except OSError:
+        return "127.0.0.1"
+
+
+def parse_ports(text: str | None) -> range | None:
+    """``"9000-9015"`` → range(9000, 9016); ``None`` → None. Raises ValueError naming the text."""
+    if not text:
+        return None
+    low, sep, high = text.partition("-")
+    try:
+        first, last = int(low), int(high if sep else low)
+    except ValueError:
+        raise ValueError(f"OPENFORGE_PROXY_PORTS={text!r}: expected LOW-HIGH, e.g. 9000-9015") from None
+    if not 0 < first <= last < 65536:
+        raise ValueError(f"OPENFORGE_PROXY_PORTS={text!r}: expected 0 < LOW <= HIGH < 65536")
+    return range(first, last + 1)
+
+
+def bind_socket(host: str, port: int, ports: range | None = None) -> socket.socket:
+    """A TCP socket bound to ``host``:``port``; with port 0 and ``ports``, to the first free
+    port of the range (OSError when all are taken)."""
+    candidates = ports if (port == 0 and ports) else [port]
+    error: OSError | None = None
+    for candidate in candidates:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, candidate))
+        except OSError as exc:
+            sock.close()
+            error = exc
+            continue
+        return sock
+    raise OSError(f"no free port for the proxy on {host} in {candidates[0]}-{candidates[-1]}: {error}")
+
+
 class BackgroundUvicorn:
     """An ASGI app served by uvicorn in a background thread; ``start()``/``stop()``."""
 
-    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0, log_level: str = "warning") -> None:
+    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0, log_level: str = "warning", *,
+                 ports: range | None = None, advertise_host: str | None = None) -> None:
         self.app = app
         self.host = host
         self.port = port
+        self.ports = ports  # with port 0: bind the first free port of this range
+        self.advertise_host = advertise_host or advertised_address(host)
         self.log_level = log_level
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -41,14 +87,14 @@ class BackgroundUvicorn:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        """Where clients reach the server: the advertised address (sandboxes on other machines
+        are handed URLs under it by the proxy's admin API)."""
+        return f"http://{self.advertise_host}:{self.port}"
 
     def start(self, timeout: float = 30.0) -> None:
         if self._thread is not None:
             return
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self.host, self.port))
+        sock = bind_socket(self.host, self.port, self.ports)
         self.port = sock.getsockname()[1]
         # log_config=None: uvicorn's dictConfig would replace the process's logging handlers
         # (Prefect's among them, flushed under logging's lock) from this thread — a deadlock
@@ -112,11 +158,12 @@ class ProxyServer(BackgroundUvicorn):
     """
 
     def __init__(self, engine: ChatEngine, host: str = "127.0.0.1", port: int = 0, db_url: str | None = None,
-                 admin_key: str | None = None, **app_options: Any) -> None:
+                 admin_key: str | None = None, *, ports: range | None = None, advertise_host: str | None = None,
+                 **app_options: Any) -> None:
         from training.proxy.app import create_app
 
         app = create_app(engine, db_url=db_url, admin_key=admin_key, **app_options)
-        super().__init__(app, host=host, port=port)
+        super().__init__(app, host=host, port=port, ports=ports, advertise_host=advertise_host)
         self.engine = engine
         self.admin_key: str = app.state.admin_key
 

@@ -71,13 +71,16 @@ class RolloutService:
         self.scheduler: Scheduler | None = None
 
     async def __aenter__(self) -> RolloutService:
-        from training.proxy.server import ProxyServer  # noqa: PLC0415 - starts uvicorn
+        from training.proxy.server import ProxyServer, parse_ports  # noqa: PLC0415 - starts uvicorn
 
         stack = self._stack
         self.db = make_engine(self.db_url)
         upgrade(self.db_url, self.db)
         stack.callback(self.db.dispose)
-        proxy = await stack.enter_async_context(ProxyServer(self.engine, db_url=self.db_url))
+        settings = get_settings()  # where sandboxes reach the proxy: loopback here, the pod IP in a flow pod
+        proxy = await stack.enter_async_context(ProxyServer(
+            self.engine, db_url=self.db_url, host=settings.proxy_host, ports=parse_ports(settings.proxy_ports),
+            advertise_host=settings.proxy_advertise_host))
         client = proxy.client(budget=self.budget)
         stack.push_async_callback(client.aclose)
         sandbox = make_backend(self.backend_name)
