@@ -44,6 +44,13 @@ def _configure_sqlite(engine: Engine) -> None:
         cur.execute("PRAGMA foreign_keys = ON")
         cur.close()
 
+    @event.listens_for(engine, "checkout")
+    def _on_checkout(dbapi_conn, _record, _proxy) -> None:  # noqa: ANN001
+        # Every connection leaves the pool waiting on a locked DB: a user that lowered its busy
+        # timeout (the proxy's inline writer sets 0 so as never to block its event loop) must not
+        # hand the next user a connection that fails at once ("database is locked": a 500 on a read).
+        dbapi_conn.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+
     @event.listens_for(engine, "begin")
     def _on_begin(conn) -> None:  # noqa: ANN001
         conn.exec_driver_sql("BEGIN IMMEDIATE")

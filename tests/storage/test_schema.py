@@ -49,3 +49,17 @@ def test_sqlite_pragmas(sqlite_url: str) -> None:
         assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
         assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() >= 10_000
     engine.dispose()
+
+
+def test_a_pooled_connection_always_waits_on_a_locked_db(sqlite_url: str) -> None:
+    """The proxy's inline writer sets its connection's busy timeout to 0 (never block the event
+    loop); when that connection goes back to the pool, the next user must wait on a lock again,
+    not fail at once (it answered admin reads with 500 "database is locked")."""
+    engine = make_engine(sqlite_url, pool_size=1)
+    with engine.connect() as conn:
+        raw = conn.connection.driver_connection
+        raw.execute("PRAGMA busy_timeout = 0")
+    with engine.connect() as again:
+        assert again.connection.driver_connection is raw, "the pool handed back the same connection"
+        assert again.exec_driver_sql("PRAGMA busy_timeout").scalar() >= 10_000
+    engine.dispose()
