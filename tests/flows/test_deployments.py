@@ -172,7 +172,9 @@ def test_documented_kubernetes_deploy_runs_as_written_on_a_real_server(tmp_path:
         assert dep.work_pool_name == K8S_POOLS[kind], (flow, dep.name, dep.work_pool_name)
         job = dep.job_variables
         assert job["image"] == image and job["namespace"] == "openforge", job
-        assert job["env"] == {"OPENFORGE_HOME": DATA_MOUNT}
+        # the data dir on the shared volume; the run's proxy on the pod IP, on a port the NetworkPolicy opens
+        assert job["env"] == {"OPENFORGE_HOME": DATA_MOUNT, "OPENFORGE_PROXY_HOST": "0.0.0.0",
+                              "OPENFORGE_PROXY_PORTS": "9000-9015"}
         assert job["service_account_name"] == "openforge-flows"
         assert (job.get("gpu_limit") == 1) == (kind == "gpu"), (flow, job)
         assert "{{" not in repr(job)
