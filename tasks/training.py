@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import math
 import threading
-import time
 from typing import TYPE_CHECKING
 
 from prefect import task
@@ -37,11 +36,10 @@ async def distill_task(preset: str, overrides: dict, task_dirs: list[str], teach
     from training.workflows.distill import distill
 
     loaded = load_preset(preset, overrides)
-    run_id = f"distill-{int(time.time())}"
     tracker = track("distill", f"distill ({teacher} teacher)",
                     len(task_dirs) * (n_per_task or loaded.sft.teacher_rollouts), "rollouts")
     return await distill(loaded, load_tasks(task_dirs), teacher=teacher, n_per_task=n_per_task,
-                         model_path=model_path, run_id=run_id, progress=lambda _result: tracker.advance())
+                         model_path=model_path, progress=lambda _result: tracker.advance())
 
 
 class SFTStopped(RuntimeError):
@@ -103,9 +101,8 @@ async def evaluate_task(preset: str, overrides: dict, task_dirs: list[str], mode
                         harnesses: list[str], k: int, n: int | None = None) -> EvalReport:
     from training.workflows.evaluate import evaluate
 
-    run_id = f"eval-{label}-{int(time.time())}"
     tracker = track(f"evaluate-{label}", f"evaluate {label}", len(task_dirs) * max(n or k, k) * len(harnesses),
                     "rollouts")
     return await evaluate(load_preset(preset, overrides), load_tasks(task_dirs), model_path=model_path,
-                          harnesses=harnesses, k=k, n=n, label=label, run_id=run_id,
+                          harnesses=harnesses, k=k, n=n, label=label,
                           progress=lambda _result: tracker.advance())

@@ -88,6 +88,7 @@ async def evaluate(
     ``progress`` is called with each rollout's result as it ends."""
     t0 = time.perf_counter()
     n = max(n or k, k)
+    run_id = run_id or f"eval-{label}-{int(time.time())}"  # one run for every harness's rollouts
     engine = await policy_engine(preset, model_path, "evaluate")
     outcomes: list[Outcome] = []
     trajectories: list[BehaviourTrajectory] = []
@@ -96,8 +97,7 @@ async def evaluate(
     tools_by_task = {t.id: _tool_names(t) for t in tasks}
     try:
         for harness in harnesses:
-            async with rollout_service(preset, engine, harness=harness, refill=False,
-                                       run_id=run_id or f"eval-{label}-{int(time.time())}") as service:
+            async with rollout_service(preset, engine, harness=harness, refill=False, run_id=run_id) as service:
                 results = await service.run_groups(tasks, n, role="eval", tag=harness, progress=progress)
                 calls = service.calls_of(results)
             per_harness_outcomes[harness] = outcome_counts(results)
