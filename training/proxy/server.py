@@ -182,9 +182,7 @@ def serve_foreground(app: Any, host: str = "127.0.0.1", port: int = 0,
 
     uvicorn picks uvloop/httptools when installed (the CLI's fast path).
     """
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
+    sock = bind_socket(host, port)
     sock.listen(2048)  # connections made as soon as on_ready fires wait in the backlog, not refused
     url = f"http://{host}:{sock.getsockname()[1]}"
     config = uvicorn.Config(app, host=host, port=sock.getsockname()[1], log_level=log_level, lifespan="on",
