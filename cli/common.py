@@ -4,11 +4,13 @@ options, the Prefect environment of an in-process flow run, and running a flow."
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Mapping
+import threading
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 import typer
@@ -63,29 +65,55 @@ def prefect_env(debug: bool) -> None:
 RESUME_HINT = "interrupted: re-run the same command to resume (finished steps are reused)"
 
 
-def run_flow(flow: Callable[[P], Awaitable[dict]], parameters: P, *, label: str, quiet: bool = False,
-             interrupted: str = RESUME_HINT) -> dict:
+def run_flow(flow: Callable[[P], Awaitable[Any] | Any], parameters: P, *, label: str, quiet: bool = False,
+             interrupted: str = RESUME_HINT) -> Any:
     """Run ``flow(parameters)`` in-process as a Prefect flow run (embedded API unless
     ``PREFECT_API_URL`` names a server), showing its progress (``cli.progress``) on stderr.
 
     Ctrl-C or SIGTERM cancels the run (its tasks clean up: sandboxes, claims) and exits 130 with
-    ``interrupted``, whatever Prefect then fails to report (the embedded API gets the signal too)."""
+    ``interrupted``, whatever Prefect then fails to report (the embedded API gets the signal too).
+    An async flow runs in an event loop of its own, cancelled by the signal; a synchronous one
+    (``flow.isasync`` false: its steps run event loops of their own) runs in this thread, where the
+    signal raises ``KeyboardInterrupt`` into the step in flight."""
     from cli.progress import showing_progress
 
     signalled: list[int] = []
 
-    async def main() -> dict:
+    async def main() -> Any:
         loop = asyncio.get_running_loop()
         me = asyncio.current_task()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, lambda s=signum: (signalled.append(s), me and me.cancel()))
-        return await flow(parameters)  # type: ignore[arg-type]
+        return await flow(parameters)  # type: ignore[misc]
 
     with showing_progress(label, quiet=quiet):
         try:
-            return asyncio.run(main())
+            if getattr(flow, "isasync", True):
+                return asyncio.run(main())
+            with _interrupting(signalled):
+                return flow(parameters)
         except BaseException:
             if not signalled:
                 raise
     typer.echo(interrupted, err=True)
     raise typer.Exit(130)
+
+
+@contextlib.contextmanager
+def _interrupting(signalled: list[int]) -> Iterator[None]:
+    """SIGINT and SIGTERM raise ``KeyboardInterrupt`` here (noted in ``signalled``); the previous
+    handlers come back after. Outside the main thread (where handlers cannot be set) nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, _frame: object) -> None:
+        signalled.append(signum)
+        raise KeyboardInterrupt
+
+    previous = {signum: signal.signal(signum, interrupt) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

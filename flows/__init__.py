@@ -1,2 +1,2 @@
 """Flows room: Prefect ``@flow``s (thin: each is a list of steps calling plain functions)
-and the ``openforge`` CLI that runs the same flows without a server."""
+run by deployments and, in-process on the embedded API, by the ``openforge`` CLI (``cli/``)."""

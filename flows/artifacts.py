@@ -21,12 +21,25 @@ def _in_flow_run() -> bool:
     return FlowRunContext.get() is not None
 
 
+def _table(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: _cell(v) for k, v in r.items()} for r in rows]
+
+
 async def publish_table(key: str, rows: Sequence[dict[str, Any]], description: str) -> None:
     if not rows or not _in_flow_run():
         return
     from prefect.artifacts import acreate_table_artifact
 
-    await acreate_table_artifact(key=key, table=[{k: _cell(v) for k, v in r.items()} for r in rows], description=description)
+    await acreate_table_artifact(key=key, table=_table(rows), description=description)
+
+
+def publish_table_sync(key: str, rows: Sequence[dict[str, Any]], description: str) -> None:
+    """:func:`publish_table` from a synchronous flow."""
+    if not rows or not _in_flow_run():
+        return
+    from prefect.artifacts import create_table_artifact
+
+    create_table_artifact(key=key, table=_table(rows), description=description)
 
 
 async def publish_markdown(key: str, markdown: str, description: str) -> None:

@@ -5,9 +5,10 @@ override, a harness, a pool, an empty bank) is refused in one line naming it
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from flows.params import SynthesizeParams
+from flows.params import RolloutParams, SynthesizeParams, TasksImportParams
 
 
 class FlowInputError(ValueError):
@@ -59,3 +60,39 @@ def check_bank(what: str, domain: str | None, purpose: str | None) -> None:
 
     if not any(purpose is None or r["purpose"] == purpose for r in list_tasks(status="verified", domain=domain)):
         raise no_tasks(what, domain, purpose)
+
+
+def check_task_db(what: str, *, migrated: bool = False) -> None:
+    """``OPENFORGE_DB`` parses and its server answers (``DatabaseURLError`` / the driver's
+    ``OperationalError``, each one line); with ``migrated``, it holds the tables already (a
+    command that reads without migrating, e.g. ``export-atif``)."""
+    from openforge.settings import get_settings
+    from storage.db import hide_password, make_engine
+    from storage.migrate import current_revision
+
+    url = get_settings().db_url
+    engine = make_engine(url)
+    try:
+        revision = current_revision(engine)
+    finally:
+        engine.dispose()
+    if migrated and revision is None:
+        raise FlowInputError(f"{what}: task DB {hide_password(url)!r} has no tables yet: run `openforge init` "
+                             "(or set OPENFORGE_HOME / OPENFORGE_DB to the data dir you meant)")
+
+
+def check_import(params: TasksImportParams) -> None:
+    """Every path to import exists (a missing one is refused before anything is copied)."""
+    for path in params.paths:
+        if not Path(path).exists():
+            raise FlowInputError(f"tasks import: {path}: does not exist")
+
+
+def check_rollout(params: RolloutParams) -> None:
+    """The harness is registered, the preset loads and the task dir loads (``TaskDirError``
+    lists its problems)."""
+    from environments.taskdir import load_task
+
+    check_harnesses([params.harness])
+    check_preset(params.preset)
+    load_task(params.task_dir)

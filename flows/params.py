@@ -94,3 +94,56 @@ class PipelineParams(BaseModel):
     overrides: dict[str, Any] = Field(default_factory=dict, description="Dotted preset overrides.")
     fresh: bool = Field(False, description="Run every stage again instead of reusing results cached by an "
                         "earlier run with the same inputs (the new results replace them).")
+
+
+class InitParams(BaseModel):
+    limits: bool = Field(True, description="Create the paid-API concurrency and rate limits on the Prefect API "
+                         "this run reports to.")
+
+
+class TasksImportParams(BaseModel):
+    paths: list[str] = Field(..., min_length=1, description="Harbor / Terminal-Bench task dirs, dataset folders "
+                             "(or a Harbor download cache), or registry.json listings, on the machine that runs "
+                             "the flow.")
+    purpose: Literal["rl", "sft"] | None = Field(None, description="Set metadata.openforge.purpose of every "
+                                                 "imported task (default: the task's own, else rl).")
+
+
+class TasksVerifyParams(BaseModel):
+    task_ids: list[str] | None = Field(None, description="Task ids (default: every imported task).")
+    backend: Literal["local", "docker", "kubernetes"] = Field("local", description="Sandbox backend of the oracle "
+                                                              "and no-op rollouts.")
+
+
+class TasksExportParams(BaseModel):
+    dest: str = Field(..., description="Folder to write the tasks to (one Harbor task dir per task).")
+    task_ids: list[str] | None = Field(None, description="Task ids (default: every task with `status`).")
+    status: str = Field("verified", description="Export every task with this status (when no ids are given).")
+
+
+class RolloutParams(BaseModel):
+    task_dir: str = Field(..., description="Task directory (Harbor layout).")
+    harness: str = Field(..., description="oracle, noop, react, codex, claude-code, ...")
+    backend: Literal["local", "docker", "kubernetes"] = Field("local", description="Sandbox backend.")
+    engine: str | None = Field(None, description="Policy engine: an OpenAI-compatible URL or 'local'; a proxy is "
+                               "started in front of it (None: harnesses without a model only).")
+    timeout: float | None = Field(None, gt=0, description="Wall-clock seconds for the whole rollout (default: the "
+                                  "task's budgets).")
+    model: str = Field("policy", description="Model name the harness asks for.")
+    harness_options: dict[str, Any] | None = Field(None, description="Adapter options.")
+    preset: str = Field("local", description="Preset whose [rollout] caps bound generation.")
+    max_tokens: int | None = Field(None, ge=1, description="Tokens per model call (default: the preset's "
+                                   "rollout.max_tokens).")
+    max_total_tokens: int | None = Field(None, ge=1, description="Generated tokens per rollout (default: the "
+                                         "preset's rollout.max_total_tokens).")
+
+
+class ExportAtifParams(BaseModel):
+    rollout_ids: list[str] = Field(..., min_length=1, description="Recorded rollouts to export.")
+    out: str = Field("atif", description="Folder for the <id>.trajectory.json files.")
+
+
+class ModelPrepareParams(BaseModel):
+    models_dir: str | None = Field(None, description="Where the converted model goes (default: "
+                                   "OPENFORGE_HOME/models).")
+    verify: Literal["none", "size", "sha256"] = Field("size", description="Check of an existing copy.")

@@ -1,8 +1,11 @@
 """``openforge init``, ``db status`` and ``tasks validate|import|verify|export|ls|show``: the data
-dir, the task DB and the task bank."""
+dir, the task DB and the task bank. ``init`` and ``tasks import|verify|export`` change things:
+each runs its flow (flows/bank.py) with the parameters its deployment takes; ``db status`` and
+``tasks validate|ls|show`` only read, and call plain helpers."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -10,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from cli.common import echo_json
+from cli.common import echo_json, params, run_flow
 
 db_app = typer.Typer(help="The task DB.", no_args_is_help=True)
 tasks_app = typer.Typer(help="The task bank: validate, import, verify, export, list, show.", no_args_is_help=True)
@@ -23,13 +26,13 @@ def init(
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Create the data dir and the DB, run migrations, and create the paid-API limits (idempotent)."""
-    from storage.admin import init_home
+    from flows.bank import init_flow
+    from flows.checks import check_task_db
+    from flows.params import InitParams
 
-    info = init_home()
-    if limits:
-        from flows.limits import ensure_paid_api_limits
-
-        info["limits"] = [state.line() for state in ensure_paid_api_limits()]
+    p = params(InitParams, "init", limits=limits)
+    check_task_db("init")  # OPENFORGE_DB parses and answers: before Prefect starts
+    info = run_flow(init_flow, p, label="init", quiet=json_out)
     if json_out:
         echo_json(info)
         return
@@ -82,14 +85,20 @@ def tasks_import(
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Copy tasks into the bank with Harbor's meaning; they are `imported` until `tasks verify`."""
-    from environments.bank import import_tasks
+    from flows.bank import tasks_import_flow
+    from flows.checks import check_import, check_task_db
+    from flows.params import TasksImportParams
 
-    imported, problems = import_tasks(paths, purpose=purpose)
+    p = params(TasksImportParams, "tasks import", paths=[os.path.abspath(path) for path in paths], purpose=purpose)
+    check_import(p)
+    check_task_db("tasks import")
+    report = run_flow(tasks_import_flow, p, label="tasks-import", quiet=json_out)
+    imported, problems = report["imported"], report["problems"]
     if json_out:
-        echo_json({"imported": imported, "problems": [str(p) for p in problems]})
+        echo_json(report)
     else:
-        for p in problems:
-            typer.echo(str(p))
+        for problem in problems:
+            typer.echo(problem)
         for row in imported:
             typer.echo(f"imported {row['id']} -> {row['dir']}")
     raise typer.Exit(1 if problems else 0)
@@ -102,9 +111,14 @@ def tasks_verify(
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Run the oracle (must score 1) and the no-op agent (must score 0); passing tasks become verified."""
-    from training.orchestrator.bank_checks import verify_tasks
+    from flows.bank import tasks_verify_flow
+    from flows.checks import check_task_db
+    from flows.params import TasksVerifyParams
 
-    rows = verify_tasks(task_ids or None, backend=backend)
+    p = params(TasksVerifyParams, "tasks verify", task_ids=task_ids or None, backend=backend)
+    check_task_db("tasks verify")
+    rows = run_flow(tasks_verify_flow, p, label="tasks-verify", quiet=json_out,
+                    interrupted="interrupted: tasks verified so far stay verified; re-run the same command for the rest")
     if json_out:
         echo_json(rows)
     else:
@@ -122,9 +136,13 @@ def tasks_export(
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Write bank tasks as Harbor task dirs (`harbor run -p DEST/<id>` reads them)."""
-    from environments.bank import export_tasks
+    from flows.bank import tasks_export_flow
+    from flows.checks import check_task_db
+    from flows.params import TasksExportParams
 
-    rows = export_tasks(dest, task_ids or None, status=status)
+    p = params(TasksExportParams, "tasks export", dest=os.path.abspath(dest), task_ids=task_ids or None, status=status)
+    check_task_db("tasks export")
+    rows = run_flow(tasks_export_flow, p, label="tasks-export", quiet=json_out)
     if json_out:
         echo_json(rows)
     else:

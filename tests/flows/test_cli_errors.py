@@ -97,6 +97,20 @@ CASES = [
     ("uninitialised task DB, export-atif", ["export-atif", "r1", "--out", "{tmp}/atif"], None,
      ["no tables yet", "openforge init"]),
     ("bad --verify, model prepare", ["model", "prepare", "--verify", "bits"], None, ["--verify"]),
+    # the commands that became flow runs (flows/bank.py, flows/rollout.py): refused before Prefect starts
+    ("unknown purpose, tasks import", ["tasks", "import", HELLO, "--purpose", "xx"], None, ["--purpose", "'xx'"]),
+    ("unknown sandbox backend, tasks verify", ["tasks", "verify", "--backend", "vm"], None,
+     ["--backend", "'vm'", "docker"]),
+    ("unreachable PostgreSQL, tasks verify", ["tasks", "verify"], DEAD_PG, ["127.0.0.1", "OPENFORGE_DB"]),
+    ("unreachable PostgreSQL, tasks import", ["tasks", "import", HELLO], DEAD_PG, ["127.0.0.1", "OPENFORGE_DB"]),
+    ("unreachable PostgreSQL, init", ["init"], DEAD_PG, ["127.0.0.1", "OPENFORGE_DB"]),
+    ("unparsable OPENFORGE_DB, tasks export", ["tasks", "export", "{tmp}/out"], "notaurl", ["notaurl", "OPENFORGE_DB"]),
+    ("unknown sandbox backend, rollout", ["rollout", HELLO, "--harness", "oracle", "--backend", "vm"], None,
+     ["--backend", "'vm'"]),
+    ("unknown preset, rollout", ["rollout", HELLO, "--harness", "oracle", "--preset", "nosuch"], None,
+     ["nosuch", "known:"]),
+    ("timeout not positive, rollout", ["rollout", HELLO, "--harness", "oracle", "--timeout", "0"], None,
+     ["--timeout", "0"]),
 ]
 
 

@@ -29,6 +29,8 @@ PROCESS_FILE = REPO / "prefect.yaml"
 K8S_FILE = REPO / "prefect-kubernetes.yaml"
 DOC = REPO / "configs" / "k8s" / "prefect-kubernetes.md"
 TRAINING_FLOWS = {"flows/learning.py:rl_flow", "flows/learning.py:sft_flow", "flows/pipeline.py:pipeline_flow"}
+#: Flows of the commands that run them from the UI too (the bank's import and verify, CPU work).
+BANK_FLOWS = {"flows/bank.py:tasks_import_flow", "flows/bank.py:tasks_verify_flow"}
 K8S_POOLS = {"cpu": "openforge-k8s-cpu", "gpu": "openforge-k8s-gpu"}
 
 
@@ -58,7 +60,25 @@ def test_both_files_declare_the_same_deployments() -> None:
     process, k8s = _load(PROCESS_FILE)["deployments"], _load(K8S_FILE)["deployments"]
     assert sorted(map(key, process)) == sorted(map(key, k8s))
     assert {d["entrypoint"] for d in process} >= TRAINING_FLOWS | {"flows/synthesize.py:synthesize_flow",
-                                                                   "flows/learning.py:evaluate_flow"}
+                                                                   "flows/learning.py:evaluate_flow"} | BANK_FLOWS
+
+
+def test_every_deployments_parameters_are_valid_values_of_its_flows_typed_model() -> None:
+    """Each entrypoint loads as a flow taking one typed ``params`` model (what the CLI's command
+    builds from its options), and the parameters a deployment sets are valid values of it."""
+    import typing
+
+    from prefect.flows import load_flow_from_entrypoint
+    from pydantic import BaseModel
+
+    for d in _load(PROCESS_FILE)["deployments"]:
+        flow = load_flow_from_entrypoint(str(REPO / d["entrypoint"]))
+        hints = {k: v for k, v in typing.get_type_hints(flow.fn).items() if k != "return"}
+        assert list(hints) == ["params"] and issubclass(hints["params"], BaseModel), d["entrypoint"]
+        given = (d.get("parameters") or {}).get("params", {})
+        required = {k for k, f in hints["params"].model_fields.items() if f.is_required()}
+        if not required - set(given):  # a deployment that leaves a required field to the run form
+            hints["params"].model_validate(given)
 
 
 def test_training_on_the_gpu_pool_the_rest_on_the_cpu_pool() -> None:
@@ -182,7 +202,7 @@ def test_documented_kubernetes_deploy_runs_as_written_on_a_real_server(tmp_path:
                                    {"directory": "/opt/openforge"}}]
         seen.add(f"{flow}/{dep.name}")
     assert {"rl-train/claw", "sft-train/local", "pipeline/local", "synthesize/claw-nightly", "distill/claw",
-            "evaluate/claw"} <= seen
+            "evaluate/claw", "tasks-import/bank", "tasks-verify/bank"} <= seen
 
 
 @pytest.mark.slow
