@@ -21,6 +21,14 @@ p50 of one connection and req/s at ``--concurrency``, with wrk's own CPU. Each t
 ``--repeat`` times (median [min-max]); ``--baseline-tree`` measures another checkout (a git
 worktree of the previous commit) in the same run, and ``--procs N`` adds N proxy processes
 on one SQLite DB (rollouts spread over them; the single-process figure stays the headline).
+
+Trajectory workloads (bench/proxy_load.py) run in ``--traj-repeat`` rounds (default
+``--repeat``): each round replays the workload directly against the engine and through each
+proxy target (a fresh proxy process each), in an order rotated every round; a proxied run's
+added wall time is against its own round's direct replay. The report gives medians and, per
+target, median [min-max] over the rounds with n, and every round's added wall time.
+bench/proxy_profile.py measures the proxy's own CPU per call on one workload, in process or
+over HTTP, with cProfile.
 """
 
 from __future__ import annotations
@@ -486,6 +494,13 @@ class TrajResult:
     unique_mb: float = float("nan")
     tokens: float = float("nan")
     note: str = ""
+    #: One value per round (``--traj-repeat``), the scalars above being their medians.
+    wall_runs: list[float] = field(default_factory=list)
+    added_runs: list[float] = field(default_factory=list)
+    cpu_runs: list[float] = field(default_factory=list)
+    end_cpu_runs: list[float] = field(default_factory=list)
+    rps_runs: list[float] = field(default_factory=list)
+    rss_runs: list[float] = field(default_factory=list)
 
 
 def rss_mb(pid: int) -> float:
@@ -602,45 +617,98 @@ async def register_rollouts(url: str, n: int, prefix: str) -> list[tuple[str, di
     return [(r["base_url"], {}) for r in regs]
 
 
+def _median_of(runs: list[TrajResult]) -> TrajResult:
+    """One target's rounds as one result: medians, with every round's value kept (``*_runs``)."""
+    first = runs[0]
+
+    def med(values: list[float]) -> float:
+        ok = [v for v in values if v == v]
+        return statistics.median(ok) if ok else float("nan")
+
+    out = TrajResult(first.target, first.workload, calls=sum(r.calls for r in runs), errors=sum(r.errors for r in runs),
+                     stored_mb=first.stored_mb, full_mb=first.full_mb, unique_mb=first.unique_mb, tokens=first.tokens,
+                     note="; ".join(dict.fromkeys(r.note for r in runs if r.note)))
+    out.wall_runs = [r.wall_s for r in runs]
+    out.added_runs = [r.added_frac for r in runs]
+    out.cpu_runs = [r.cpu_ms for r in runs]
+    out.end_cpu_runs = [r.end_cpu_ms for r in runs]
+    out.rps_runs = [r.rps for r in runs]
+    out.rss_runs = [r.rss_mb for r in runs]
+    out.wall_s, out.added_frac, out.cpu_ms = med(out.wall_runs), med(out.added_runs), med(out.cpu_runs)
+    out.end_cpu_ms, out.rps, out.rss_mb = med(out.end_cpu_runs), med(out.rps_runs), max(out.rss_runs)
+    out.add_p50_ms = med([r.add_p50_ms for r in runs])
+    out.add_p99_ms = med([r.add_p99_ms for r in runs])
+    return out
+
+
 async def bench_trajectories(engine_url: str, workdir: Path, args: argparse.Namespace,
                              bin_dir: Path | None) -> list[TrajResult]:
+    """Each workload in ``--traj-repeat`` rounds; a round replays it directly against the engine
+    and through each proxy target (a fresh proxy process each), in an order rotated every round,
+    and each proxied run's added wall time is against the direct replay of its own round, so
+    drifts of a shared box land on both sides of most rounds."""
     from proxy_load import sqlite_storage, without_delay, workloads
 
     out: list[TrajResult] = []
     n = args.rollouts
+    rounds = max(1, args.traj_repeat)
     for w in workloads(args.traj_calls, args.final_tokens):
         if w.name not in args.workloads.split(","):
             continue
         fast_w = without_delay(w)
         direct_bodies = chat_bodies(w)
         direct_fast = chat_bodies(fast_w)
-        d_slow = await replay(w, [(engine_url, {})] * n, None, direct_bodies, "chat/completions")
-        d_fast = await replay(w, [(engine_url, {})] * n, None, direct_fast, "chat/completions")
-        direct = summarize("direct (engine)", w, d_slow, d_fast, None, None)
-        out.append(direct)
-        print(f"  {w.name}: direct done", flush=True)
-        for name, full in (("openforge", False), ("openforge full-storage", True)):
-            proc, url, db_url = await openforge_proxy(engine_url, workdir, f"{name.replace(' ', '-')}-{w.name}", full=full)
-            try:
-                slow = await replay(w, await register_rollouts(url, n, w.name), proc.popen.pid)
-                fast_bases = await register_rollouts(url, n, w.name + "-fast")
-                fast = await replay(fast_w, fast_bases, proc.popen.pid)
-                # The longest prompt again, 3 times a rollout on top of its history (no delay):
-                # the proxy's CPU per call at the workload's end (~--final-tokens of prompt).
-                end = await replay(fast_w, fast_bases, proc.popen.pid, [fast_w.bodies[-1]] * 3)
-            finally:
-                proc.stop()
-            r = summarize(name, w, slow, fast, direct, d_slow["lat"])
-            if end["lat"] and not end["errors"]:
-                r.end_cpu_ms = end["cpu_s"] * 1000 / len(end["lat"])
-            st = sqlite_storage(db_url.removeprefix("sqlite:///"), max_calls=len(w.bodies))
-            r.stored_mb, r.full_mb, r.unique_mb, r.tokens = st["stored_mb"], st["full_mb"], st["unique_mb"], st["tokens"]
-            out.append(r)
-            print(f"  {w.name}: {name} done", flush=True)
-        if bin_dir is not None:
-            for peer in (traj_rllm, traj_litellm):
+        targets = [("direct (engine)", None), ("openforge", False), ("openforge full-storage", True)]
+        per_target: dict[str, list[TrajResult]] = {name: [] for name, _ in targets}
+        for rnd in range(rounds):
+            k = rnd % len(targets)
+            order = targets[k:] + targets[:k]
+            slow_runs: dict[str, dict[str, Any]] = {}
+            fast_runs: dict[str, dict[str, Any] | None] = {}
+            ends: dict[str, dict[str, Any]] = {}
+            for name, full in order:
+                if full is None:
+                    slow_runs[name] = await replay(w, [(engine_url, {})] * n, None, direct_bodies, "chat/completions")
+                    fast_runs[name] = await replay(w, [(engine_url, {})] * n, None, direct_fast, "chat/completions")
+                    continue
+                proc, url, db_url = await openforge_proxy(engine_url, workdir,
+                                                          f"{name.replace(' ', '-')}-{w.name}-{rnd}", full=full)
                 try:
-                    out.append(await peer(engine_url, workdir, w, fast_w, n, bin_dir, direct, d_slow["lat"]))
+                    slow_runs[name] = await replay(w, await register_rollouts(url, n, w.name), proc.popen.pid)
+                    fast_bases = await register_rollouts(url, n, w.name + "-fast")
+                    fast_runs[name] = await replay(fast_w, fast_bases, proc.popen.pid)
+                    # The longest prompt again, 3 times a rollout on top of its history (no delay):
+                    # the proxy's CPU per call at the workload's end (~--final-tokens of prompt).
+                    ends[name] = await replay(fast_w, fast_bases, proc.popen.pid, [fast_w.bodies[-1]] * 3)
+                finally:
+                    proc.stop()
+                if rnd == 0:  # what is stored is the same every round
+                    slow_runs[name]["storage"] = sqlite_storage(db_url.removeprefix("sqlite:///"), max_calls=len(w.bodies))
+            direct_name = targets[0][0]
+            d_slow = slow_runs[direct_name]
+            direct = summarize(direct_name, w, d_slow, fast_runs[direct_name], None, None)
+            per_target[direct_name].append(direct)
+            for name, _ in targets[1:]:
+                r = summarize(name, w, slow_runs[name], fast_runs[name], direct, d_slow["lat"])
+                end = ends.get(name)
+                if end and end["lat"] and not end["errors"]:
+                    r.end_cpu_ms = end["cpu_s"] * 1000 / len(end["lat"])
+                st = slow_runs[name].get("storage")
+                if st:
+                    r.stored_mb, r.full_mb, r.unique_mb, r.tokens = (st["stored_mb"], st["full_mb"], st["unique_mb"],
+                                                                     st["tokens"])
+                per_target[name].append(r)
+            print(f"  {w.name}: round {rnd + 1}/{rounds} done (" + ", ".join(
+                f"{name} {100 * per_target[name][-1].added_frac:+.2f} %" for name, _ in targets[1:]) + ")", flush=True)
+        combined = {name: _median_of(runs) for name, runs in per_target.items()}
+        out.extend(combined.values())
+        direct = combined[targets[0][0]]
+        if bin_dir is not None:
+            for peer in (traj_rllm, traj_litellm):  # one run each, against the rounds' median direct wall
+                try:
+                    res = await peer(engine_url, workdir, w, fast_w, n, bin_dir, direct, d_slow["lat"])
+                    res.added_runs, res.wall_runs = [res.added_frac], [res.wall_s]
+                    out.append(res)
                 except Exception as exc:  # noqa: BLE001 - a peer that cannot run a workload is reported
                     out.append(TrajResult(peer.__name__.removeprefix("traj_"), w.name, note=str(exc)[:200]))
                 print(f"  {w.name}: {peer.__name__} done", flush=True)
@@ -826,9 +894,12 @@ async def bench_processes(engine_url: str, workdir: Path, args: argparse.Namespa
 
 
 def traj_report(results: list[TrajResult], args: argparse.Namespace) -> str:
+    rounds = max(1, args.traj_repeat)
     lines = [(f"trajectory workloads: {args.rollouts} concurrent rollouts, engine delay {args.engine_delay:.2f} s a "
-              f"call (req/s: the same replay with no delay; cpu @end: the proxy's CPU per call on the last, longest "
-              f"prompt, sent 3 more times per rollout with no delay)"),
+              f"call; {rounds} rounds (direct and proxied replays interleaved, order rotated each round), medians "
+              f"(+wall %: each round's proxied wall against that round's direct one; req/s: the same replay with no "
+              f"delay; cpu @end: the proxy's CPU per call on the last, longest prompt, sent 3 more times per rollout "
+              f"with no delay)"),
              (f"{'workload':<8} {'target':<24} {'calls':>6} {'err':>4} {'+wall %':>8} {'+p50 ms':>8} {'+p99 ms':>8} "
               f"{'cpu ms/call':>11} {'@end':>6} {'RSS MB':>7} {'req/s':>7} {'MB/rollout':>10} {'full MB':>8} {'uniq MB':>8} "
               f"{'stored/uniq':>11}"), "-" * 157]
@@ -838,26 +909,55 @@ def traj_report(results: list[TrajResult], args: argparse.Namespace) -> str:
                      f"{r.add_p50_ms:8.2f} {r.add_p99_ms:8.2f} {r.cpu_ms:11.2f} {r.end_cpu_ms:6.2f} {r.rss_mb:7.0f} {r.rps:7.0f} "
                      f"{r.stored_mb:10.3f} {r.full_mb:8.3f} {r.unique_mb:8.3f} {ratio:11.2f}"
                      + (f"  {r.note}" if r.note else ""))
+    lines.append("")
+    lines.append("per round (median [min-max], n rounds):")
+    for r in results:
+        n = len([v for v in r.wall_runs if v == v])
+        if r.target == "direct (engine)":
+            lines.append(f"{r.workload:<8} {r.target:<24} rollout wall s {_spread(r.wall_runs)} (n={n}); "
+                         f"req/s {_spread(r.rps_runs, '{:.0f}')}")
+            continue
+        lines.append(f"{r.workload:<8} {r.target:<24} +wall % {_spread([100 * v for v in r.added_runs])} (n={n}); "
+                     f"cpu ms/call {_spread(r.cpu_runs)}; @end {_spread(r.end_cpu_runs)}; "
+                     f"req/s {_spread(r.rps_runs, '{:.0f}')}; runs +wall %: "
+                     + ", ".join(f"{100 * v:.2f}" for v in r.added_runs))
+    lines.append("")
     for w in sorted({r.workload for r in results}):
         ours = next((r for r in results if r.workload == w and r.target == "openforge"), None)
         full = next((r for r in results if r.workload == w and r.target == "openforge full-storage"), None)
+        if ours:
+            adds = [v for v in ours.added_runs if v == v]
+            if adds:
+                med, hi = statistics.median(adds), max(adds)
+                verdict = ("shown: every round under 2 %" if hi < 0.02 else
+                           "NOT shown: the median is under 2 % but not every round is" if med < 0.02 else "NOT met")
+                lines.append(f"{w}: target < 2 % added wall time: median {100 * med:.2f} % [{100 * min(adds):.2f} to "
+                             f"{100 * hi:.2f}], n={len(adds)} -> {verdict}")
+            ends = [v for v in ours.end_cpu_runs if v == v]
+            if ends:
+                med, hi = statistics.median(ends), max(ends)
+                verdict = ("met in every round" if hi < 5 else "NOT met in every round" if med < 5 else "NOT met")
+                lines.append(f"{w}: target < 5 ms proxy CPU per call at the end: median {med:.2f} ms "
+                             f"[{min(ends):.2f}-{hi:.2f}], n={len(ends)} -> {verdict}")
         if ours and full and ours.stored_mb == ours.stored_mb:
             lines.append(f"{w}: bytes per rollout {full.stored_mb:.2f} MB in full -> {ours.stored_mb:.2f} MB linear "
                          f"({full.stored_mb / ours.stored_mb:.1f}x less; {ours.tokens:.0f} unique tokens)")
         for p in (r for r in results if r.workload == w and r.target not in ("openforge", "openforge full-storage",
                                                                              "direct (engine)") and r.rps == r.rps):
             if ours:
-                lines.append(f"{w}: openforge vs {p.target}: req/s {ours.rps / p.rps:.2f}x, cpu/call "
+                lines.append(f"{w}: openforge vs {p.target} (peer: one run): req/s {ours.rps / p.rps:.2f}x, cpu/call "
                              f"{p.cpu_ms / ours.cpu_ms:.1f}x less")
     return "\n".join(lines)
 
 
 # -- report --------------------------------------------------------------------------------------
 def _spread(values: list[float], fmt: str = "{:.2f}") -> str:
-    """``median [min–max]`` of the runs."""
+    """``median [min-max]`` of the runs (``[min, max]`` when a value is negative)."""
+    values = [v for v in values if v == v]
     if not values:
         return "-"
-    return f"{fmt.format(statistics.median(values))} [{fmt.format(min(values))}-{fmt.format(max(values))}]"
+    sep = ", " if min(values) < 0 else "-"
+    return f"{fmt.format(statistics.median(values))} [{fmt.format(min(values))}{sep}{fmt.format(max(values))}]"
 
 
 def report(results: list[Result], direct: Result, repeat: int, concurrency: int) -> str:
@@ -1007,12 +1107,17 @@ def parse_args() -> argparse.Namespace:
                    help="PostgreSQL for the 1 -> 4 process figure (its tables are dropped; default $OPENFORGE_BENCH_PG_URL)")
     p.add_argument("--streams", type=int, default=1000, help="concurrent streamed connections held, then SIGKILL (0: skip)")
     p.add_argument("--repeat", type=int, default=3, help="runs per target on the small request (median [min-max])")
+    p.add_argument("--traj-repeat", type=int, default=None,
+                   help="rounds of each trajectory workload, direct and proxied replays interleaved (default: --repeat)")
     p.add_argument("--no-wrk", dest="wrk", action="store_false", help="skip the second measurement with wrk")
     p.add_argument("--procs", type=int, default=2,
                    help="also N proxy processes on one SQLite DB, rollouts spread over them (<= 1: skip)")
     p.add_argument("--baseline-tree", type=Path,
                    help="another checkout (e.g. a git worktree of the previous commit) measured as a second proxy")
-    return p.parse_args()
+    args = p.parse_args()
+    if args.traj_repeat is None:
+        args.traj_repeat = args.repeat
+    return args
 
 
 def _terminate(*_: object) -> None:

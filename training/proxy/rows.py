@@ -13,9 +13,11 @@ written (JSON ``null`` for ``None`` in a JSON column, as Core does), only compac
 from __future__ import annotations
 
 import json
+from array import array
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import orjson
 from sqlalchemy import JSON, Connection, Table, bindparam, update
 from sqlalchemy.engine import Dialect
@@ -28,13 +30,18 @@ _CALLS: Table = ModelCall.__table__  # type: ignore[assignment]
 _ROLLOUTS: Table = Rollout.__table__  # type: ignore[assignment]
 #: Every column a recorded call sets (all but the autoincrement id).
 CALL_COLUMNS: tuple[str, ...] = tuple(c.name for c in _CALLS.columns if c.name != "id")
+_JSON_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
 
 
 def json_text(value: Any) -> str:
     """``value`` as JSON text: orjson, else the standard library for what orjson refuses
-    (integers over 64 bits), so nothing Core could store is refused here."""
+    (integers over 64 bits), so nothing Core could store is refused here. Token ids held as
+    an ``array('q')`` (the recorder's form, training/proxy/recorder.py) are written as the
+    JSON list of their ints, exactly what the list would give, through a zero-copy numpy view."""
+    if type(value) is array:
+        value = np.frombuffer(value, dtype=np.int64) if value.typecode == "q" else value.tolist()
     try:
-        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+        return orjson.dumps(value, option=_JSON_OPTIONS).decode()
     except TypeError:
         return json.dumps(value)
 

@@ -8,6 +8,7 @@ main thread can both talk to it. :class:`ProxyServer` is the proxy served that w
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import socket
 import threading
@@ -188,6 +189,10 @@ def serve_foreground(app: Any, host: str = "127.0.0.1", port: int = 0,
     config = uvicorn.Config(app, host=host, port=sock.getsockname()[1], log_level=log_level, lifespan="on",
                             access_log=False, timeout_graceful_shutdown=5, timeout_keep_alive=KEEP_ALIVE_S)
     server = uvicorn.Server(config)
+    # A process that only serves: what exists now (modules, the app) lives as long as it does,
+    # so the collector's full passes need not walk it again and again (~120k objects after
+    # the imports; each full pass cost tens of ms under 64 concurrent 60k-token rollouts).
+    gc.freeze()
     if on_ready is not None:
         on_ready(url)
     try:

@@ -279,3 +279,57 @@ async def test_the_recorder_keeps_one_base_per_thread(sqlite_url: str) -> None:
         assert calls[5]["prompt_token_ids"] == prompt and calls[4]["prompt_token_ids"] == [5] * 30
     finally:
         await rec.stop()
+
+
+def test_token_array_holds_64_bit_ids_only() -> None:
+    from array import array
+
+    from training.proxy.recorder import token_array
+
+    ids = token_array([3, 1, 2])
+    assert ids == array("q", [3, 1, 2]) and token_array(ids) is ids
+    assert token_array(None) is None and token_array([]) is None
+    assert token_array([1, 2**70]) is None and token_array([1, "2"]) is None
+
+
+async def test_ids_as_arrays_are_stored_as_lists_are(tmp_path: Path) -> None:
+    """The proxy passes the engine's prompt ids as an array (model_call.py); the rows written and
+    the calls read back are the same as for lists, linear or not; ids no array holds still record."""
+    from array import array
+
+    from sqlalchemy import text
+
+    from storage.db import make_engine
+    from training.proxy.recorder import CallRecord, Recorder
+
+    seen = {}
+    for kind in ("list", "array"):
+        url = f"sqlite:///{tmp_path / kind}.db"
+        rec = Recorder(url)
+        await rec.start()
+        try:
+            state, _ = await rec.register(rollout_id="r", task_id="t")
+            prompt: list[int] = list(range(100))
+            for i in range(3):
+                ids = prompt if kind == "list" else array("q", prompt)
+                await rec.record(state, CallRecord(api="chat", model="m", request={"messages": list(range(i + 1))},
+                                                   response={}, prompt_token_ids=ids, response_token_ids=[7, 8]))
+                prompt = prompt + [7, 8, 1000 + i]
+            await rec.record(state, CallRecord(api="chat", model="m", request={"messages": [0]}, response={},
+                                               prompt_token_ids=[*range(20), 2**70], response_token_ids=[1]))
+            calls = [{k: v for k, v in c.items() if k != "created_at"} for c in await rec.calls("r")]
+        finally:
+            await rec.stop()
+        engine = make_engine(url)
+        try:
+            with engine.connect() as conn:
+                raw = conn.execute(text('SELECT "index", base_index, delta, request, prompt_token_ids, '
+                                        'response_token_ids FROM model_calls ORDER BY "index"')).all()
+        finally:
+            engine.dispose()
+        seen[kind] = (calls, [tuple(r) for r in raw])
+    assert seen["list"] == seen["array"]
+    calls, raw = seen["array"]
+    assert [r[1] for r in raw] == [None, 0, 1, None]  # linear where it extends, in full where no array holds the ids
+    assert calls[2]["prompt_token_ids"] == list(range(100)) + [7, 8, 1000, 7, 8, 1001]
+    assert calls[3]["prompt_token_ids"] == [*range(20), 2**70]

@@ -12,6 +12,7 @@ writer, and model routes dispatched before the framework's stack.
 from __future__ import annotations
 
 import asyncio
+from array import array
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -60,7 +61,9 @@ def test_call_rows_read_back_as_core_wrote_them(db_url: str) -> None:  # noqa: F
             conn.execute(Rollout.__table__.insert(), [{"id": "r1", "token_sha256": "s", "status": "running",
                                                        "role": "train", "metadata": {}}])
         core = [_row(0), _row(1, response=None, prompt_token_ids=None, usage=None, status="error", error="boom")]
-        fast = [_row(2), _row(3, response=None, prompt_token_ids=None, usage=None, status="error", error="boom")]
+        # The proxy hands the recorder token ids as array('q') (recorder.token_array): written as the same JSON.
+        fast = [_row(2, prompt_token_ids=array("q", [1, 2, 0])),
+                _row(3, response=None, prompt_token_ids=None, usage=None, status="error", error="boom")]
         with engine.begin() as conn:
             conn.execute(_CALLS.insert(), core)
         rows = CallRows(engine.dialect)

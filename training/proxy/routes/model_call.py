@@ -34,7 +34,7 @@ from training.proxy.images import (
     has_inline_images,
     images_to_text,
 )
-from training.proxy.recorder import CallRecord, RolloutState
+from training.proxy.recorder import CallRecord, RolloutState, token_array
 from training.proxy.routes.body import may_hold_images, read_body
 from training.proxy.routes.context import ProxyContext
 
@@ -55,14 +55,16 @@ class WireApi:
     keeps_client_request: bool = True
 
 
-def _samples(response: dict[str, Any]) -> tuple[list[int] | None, list[int] | None, list[float] | None, str | None]:
-    """Token ids, response ids, logprobs and finish reason from a vLLM-format answer."""
+def _samples(response: dict[str, Any]) -> tuple[Any, list[int] | None, list[float] | None, str | None]:
+    """Token ids, response ids, logprobs and finish reason from a vLLM-format answer; the prompt
+    ids as an ``array('q')`` (recorder.token_array; the list as it came when no array holds them)."""
     choice = (response.get("choices") or [{}])[0]
     logprobs = None
     content = (choice.get("logprobs") or {}).get("content") if isinstance(choice.get("logprobs"), dict) else None
     if content:
         logprobs = [float(entry.get("logprob", 0.0)) for entry in content]
-    return response.get("prompt_token_ids"), choice.get("token_ids"), logprobs, choice.get("finish_reason")
+    prompt = response.get("prompt_token_ids")
+    return token_array(prompt) or prompt, choice.get("token_ids"), logprobs, choice.get("finish_reason")
 
 
 def _stored_response(response: dict[str, Any]) -> dict[str, Any]:
@@ -171,6 +173,10 @@ def model_calls(ctx: ProxyContext) -> Callable[[WireApi], ModelHandler]:
             state.engine_clock.call_ended()
         ms = (time.perf_counter() - t0) * 1000
         prompt_ids, response_ids, logprobs, finish = _samples(answer)
+        # The answer goes on without its prompt ids (no reader of it uses them: they are the
+        # record's), so the engine's list of ~60k ints is freed here, before any await: many
+        # such lists alive at once made each young-generation GC pass walk all of them.
+        answer = {k: v for k, v in answer.items() if k != "prompt_token_ids"}
         t1 = time.perf_counter()
         await recorder.record(state, CallRecord(
             api=api, model=body.get("model"), request=stored_request, response=_stored_response(answer),
