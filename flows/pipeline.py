@@ -4,7 +4,8 @@ The main job on the embedded defaults (``openforge pipeline --preset local``): p
 claw tasks of one family (default ``contact-lookup``: one tool, graded checks, a task the
 base policy solves a little), the oracle teacher, the local engine and trainer, local
 sandboxes. RL and SFT tasks come from separate synthesis runs; evaluation uses held-out RL
-tasks, ``eval_samples`` rollouts each, reported as mean ± standard error over the rollouts.
+tasks, ``eval_samples`` rollouts each (the base policy ``base_eval_samples``), reported as
+mean ± standard error over the rollouts.
 The summary says per stage how many optimiser updates it made and on how many samples;
 a GRPO stage that made none fails the run (``NoLearningSignal``) instead of reporting the
 SFT weights again as "SFT+RL".
@@ -29,8 +30,8 @@ from tasks.cache import in_data_dir, noting_reuse, refreshing, results_dir
 from tasks.progress import stage
 from tasks.training import distill_task, evaluate_task, rl_task, sft_examples, sft_task
 
-STAGES = ("synthesize RL tasks", "synthesize SFT tasks", "distill + SFT, evaluate base alongside",
-          "GRPO, evaluate SFT alongside", "evaluate SFT+RL")
+STAGES = ("synthesize RL tasks", "synthesize SFT tasks", "distill + SFT, evaluate base alongside", "GRPO",
+          "evaluate SFT and SFT+RL side by side")
 
 
 async def _settle(job: asyncio.Future) -> None:
@@ -91,17 +92,20 @@ async def _pipeline(params: PipelineParams, reused: list[str]) -> dict:
     sft_syn = await synthesize(SynthesizeParams(domain="claw", n=params.n_sft_tasks, purpose="sft",
                                                 seed=params.seed + 1, families=families))
     sft_dirs = sorted(sft_syn["verified_dirs"])
-    evaluate = in_data_dir(evaluate_task, budgets.evaluate_s(preset, len(eval_dirs), params.eval_samples, 1))
 
-    def evaluation(checkpoint: str | None, label: str) -> asyncio.Future:
+    def evaluation(checkpoint: str | None, label: str, samples: int) -> asyncio.Future:
+        evaluate = in_data_dir(evaluate_task, budgets.evaluate_s(preset, len(eval_dirs), samples, 1))
         return asyncio.ensure_future(evaluate(params.preset, params.overrides, eval_dirs, checkpoint, label, ["react"], 1,
-                                              params.eval_samples))
+                                              samples))
 
-    # Stages that share no inputs run side by side: a rollout-bound evaluation leaves most of
-    # a core idle (its engine waits on harness processes), which distillation + SFT, and
-    # later GRPO, use. Each evaluation has its own engine; results do not depend on timing.
+    # What runs side by side (measured on 2 cores, issue 13's note): the base evaluation beside
+    # distillation + SFT (its rollouts are short and end before SFT does at the default
+    # ``base_eval_samples``); GRPO alone, because an evaluation beside it slowed every step
+    # more than it saved (its 32 rollouts held the engine core and the step waited for its
+    # slowest rollout); the SFT and SFT+RL evaluations together at the end, each engine on
+    # its own core. Each evaluation has its own engine; results do not depend on timing.
     stage(STAGES[2], 3, n)
-    base_eval = evaluation(None, "base")
+    base_eval = evaluation(None, "base", params.base_eval_samples)
     try:
         distill = in_data_dir(distill_task, budgets.distill_s(preset, len(sft_dirs), None))
         distilled = await distill(params.preset, params.overrides, sft_dirs, params.teacher, None)
@@ -112,17 +116,19 @@ async def _pipeline(params: PipelineParams, reused: list[str]) -> dict:
     finally:
         await _settle(base_eval)
     stage(STAGES[3], 4, n)
-    sft_eval = evaluation(sft.checkpoint, "sft")
+    rl = None
+    if params.rl_steps != 0:
+        grpo = in_data_dir(rl_task, budgets.rl_s(preset, params.rl_steps))
+        rl = await grpo(params.preset, params.overrides, train_dirs, sft.checkpoint, params.rl_steps)
+    stage(STAGES[4], 5, n)
+    sft_eval = evaluation(sft.checkpoint, "sft", params.eval_samples)
+    rl_eval = evaluation(rl.checkpoint if rl else sft.checkpoint, "sft+rl", params.eval_samples)
     try:
-        rl = None
-        if params.rl_steps != 0:
-            grpo = in_data_dir(rl_task, budgets.rl_s(preset, params.rl_steps))
-            rl = await grpo(params.preset, params.overrides, train_dirs, sft.checkpoint, params.rl_steps)
         evals["sft"] = await sft_eval
+        evals["sft+rl"] = await rl_eval
     finally:
         await _settle(sft_eval)
-    stage(STAGES[4], 5, n)
-    evals["sft+rl"] = await evaluation(rl.checkpoint if rl else sft.checkpoint, "sft+rl")
+        await _settle(rl_eval)
     report = await publish_evaluation(list(evals.values()))
     stages = [
         _stage_row("base", evals["base"], None, None, "the starting policy"),

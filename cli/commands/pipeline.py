@@ -20,6 +20,7 @@ def pipeline_cmd(
     n_sft_tasks: Annotated[int, typer.Option(help="SFT tasks.")] = PipelineParams().n_sft_tasks,
     eval_tasks: Annotated[int, typer.Option(help="Held-out evaluation tasks.")] = PipelineParams().eval_tasks,
     eval_samples: Annotated[int, typer.Option(help="Rollouts per held-out task and checkpoint.")] = PipelineParams().eval_samples,
+    base_eval_samples: Annotated[int, typer.Option(help="Rollouts per held-out task for the base policy.")] = PipelineParams().base_eval_samples,
     family: Annotated[str, typer.Option(help="Procedural claw family ('all': every claw family).")] = "contact-lookup",
     teacher: Annotated[str, typer.Option(help="'oracle', 'local' or a URL.")] = "oracle",
     seed: Annotated[int, typer.Option(help="Synthesis seed.")] = 7,
@@ -38,6 +39,7 @@ def pipeline_cmd(
 
     p = params(PipelineParams, "pipeline", preset=preset, rl_steps=rl_steps, n_rl_tasks=n_rl_tasks,
                n_sft_tasks=n_sft_tasks, eval_tasks=eval_tasks, eval_samples=eval_samples,
+               base_eval_samples=base_eval_samples,
                family=None if family == "all" else family, teacher=teacher, seed=seed, overrides=parse_overrides(set_),
                fresh=fresh)
     ready(p.preset, p.overrides)

@@ -49,7 +49,9 @@ def test_pipeline_flow_runs_every_stage_on_a_tiny_policy(prefect_harness, openfo
     assert Path(summary["sft"]["checkpoint"], "config.json").is_file()
     assert summary["rl"] is None
     rows = {r["stage"]: r for r in summary["stages"]}
-    assert set(rows) == {"base", "sft", "sft+rl"} and all(r["n"] == 2 and r["unscored"] == 0 for r in rows.values())
+    assert set(rows) == {"base", "sft", "sft+rl"} and all(r["unscored"] == 0 for r in rows.values())
+    # the base policy: base_eval_samples (default 1) per held-out task; the checkpoints the RL gain compares: eval_samples
+    assert [rows[k]["n"] for k in ("base", "sft", "sft+rl")] == [PipelineParams().base_eval_samples, 2, 2] == [1, 2, 2]
     assert rows["sft+rl"]["updates"] == 0 and "GRPO skipped" in rows["sft+rl"]["note"]
     assert "gain" not in rows["base"]
     for later, earlier in (("sft", "base"), ("sft+rl", "sft")):  # each step's gain over the one before
