@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,12 @@ from openforge.settings import get_settings
 #: Task dirs used as fixtures hold their own verifiers (a Terminal-Bench task's
 #: tests/test_outputs.py runs inside its container, against /app): never this suite's tests.
 collect_ignore_glob = ["fixtures/*"]
+
+#: Every CLI command is a Prefect flow run (cli/): a test that runs one, in-process or as a
+#: subprocess, reports to the embedded API under PREFECT_HOME. Never the user's ~/.prefect:
+#: one temporary Prefect home for the session unless the caller chose one (tests/flows
+#: fixtures and the deployment tests set their own).
+os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="openforge-tests-prefect-"))
 
 
 @pytest.fixture(autouse=True)
