@@ -928,10 +928,14 @@ def traj_report(results: list[TrajResult], args: argparse.Namespace) -> str:
         if ours:
             adds = [v for v in ours.added_runs if v == v]
             if adds:
-                med, hi = statistics.median(adds), max(adds)
-                verdict = ("shown: every round under 2 %" if hi < 0.02 else
-                           "NOT shown: the median is under 2 % but not every round is" if med < 0.02 else "NOT met")
-                lines.append(f"{w}: target < 2 % added wall time: median {100 * med:.2f} % [{100 * min(adds):.2f} to "
+                # A proxy cannot make a rollout faster than the engine alone: a round below -2 %
+                # says the replays' own wall moved between runs by more than the target, so
+                # rounds under +2 % then show nothing. Shown: every round within (-2 %, +2 %).
+                med, lo, hi = statistics.median(adds), min(adds), max(adds)
+                verdict = ("shown: every round within +-2 %" if lo > -0.02 and hi < 0.02 else
+                           "NOT met" if med >= 0.02 else
+                           "NOT shown: the rounds spread wider than the target (noise of the shared box)")
+                lines.append(f"{w}: target < 2 % added wall time: median {100 * med:.2f} % [{100 * lo:.2f} to "
                              f"{100 * hi:.2f}], n={len(adds)} -> {verdict}")
             ends = [v for v in ours.end_cpu_runs if v == v]
             if ends:
