@@ -134,7 +134,18 @@ async def main_async(args: argparse.Namespace) -> int:
 
     print("SFT on oracle-teacher trajectories, then GRPO:", flush=True)
     distilled = await distill(preset, sft_tasks, teacher="oracle", run_id=f"learning-distill-{args.seed}")
-    sft = sft_train(preset, distilled.parquet, run_id=f"learning-sft-{args.seed}")
+    print(f"  distillation: {distilled.rollouts} teacher rollouts {distilled.outcomes}, "
+          f"{distilled.kept_trajectories} kept, {distilled.examples} SFT examples", flush=True)
+    if not distilled.examples:
+        print(f"learning check FAILED: oracle-teacher distillation through {args.harness} kept no SFT example "
+              f"(outcomes {distilled.outcomes}, filters {distilled.filters}; logs under {home / 'rollouts'})",
+              file=sys.stderr, flush=True)
+        return 1
+    try:
+        sft = sft_train(preset, distilled.parquet, run_id=f"learning-sft-{args.seed}")
+    except ValueError as exc:  # e.g. every example longer than sft.max_length: SFT made no update
+        print(f"learning check FAILED: SFT: {exc}", file=sys.stderr, flush=True)
+        return 1
     print(f"  SFT: {sft.examples} examples, {sft.overlong_dropped} overlong dropped, {sft.updates} updates, "
           f"final loss {sft.losses[-1]:.3f}", flush=True)
     results["sft"] = await held_out(preset, eval_tasks, sft.checkpoint, "sft", args.eval_samples, args.harness)

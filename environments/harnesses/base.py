@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +38,12 @@ def write_outcome(log_dir: Path, status: str, error_kind: str | None, error: str
 
 #: A harness whose episode ends with a final text reply writes it to this file in its log
 #: dir (``<logs>/agent/final_answer.txt``), so a verifier can grade question-answer tasks.
+#: A third-party harness that cannot write it declares where its reply lands instead
+#: (:meth:`Harness.final_reply`); the runner copies it here after the harness exits.
 FINAL_ANSWER_FILE = "final_answer.txt"
+
+#: Largest harness log file :func:`read_log_text` reads (a trajectory JSON, a last-message file).
+MAX_LOG_READ = 32 * 1024 * 1024
 
 #: Env var holding the base URL of the task's mock services (claw family), if any.
 SERVICES_URL_ENV = "CLAW_URL"
@@ -134,6 +140,12 @@ class Harness:
         """Where this harness looks for SKILL.md folders, or None if it registers tools itself."""
         return None
 
+    def final_reply(self, ctx: HarnessContext) -> str | None:
+        """The episode's final reply, found in what the harness left (its log dir) after it
+        exited; the runner writes it to :data:`FINAL_ANSWER_FILE`. None: the harness wrote
+        that file itself (``react``), or its episode delivered no reply."""
+        return None
+
     # -- shared machinery --------------------------------------------------------------
     def resolve_binary(self) -> Path:
         if self.binary is None:
@@ -157,6 +169,44 @@ class Harness:
         argv = self.command(ctx)
         env = {"HOME": str(ctx.home), **ctx.env, **self.env(ctx)}
         return LaunchPlan(argv=argv, env=env, cwd=ctx.workspace, files=written)
+
+
+def read_log_text(path: Path, limit: int = MAX_LOG_READ) -> str | None:
+    """Text of a file the harness wrote, read without following a symlink (the runner may be
+    more privileged than the agent that planted it); None when absent, not a regular file or
+    larger than ``limit``."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+            return None
+        return fh.read(limit + 1)[:limit].decode("utf-8", errors="replace")
+
+
+def deliver_final_reply(harness: Harness, ctx: HarnessContext) -> bool:
+    """Post-run step: write ``harness.final_reply(ctx)`` to ``<logs>/agent/final_answer.txt``
+    (replacing whatever is there, never through a symlink). False when the harness declares
+    no reply (the file, if the harness wrote one, is left as it is)."""
+    try:
+        reply = harness.final_reply(ctx)
+    except (OSError, ValueError) as exc:  # an unreadable or malformed trajectory: no reply
+        log.warning("harness %s: final reply not read: %s", harness.name, exc)
+        return False
+    if reply is None:
+        return False
+    path = ctx.logs_dir / FINAL_ANSWER_FILE
+    try:
+        path.unlink(missing_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(reply)
+    except OSError as exc:
+        log.warning("harness %s: final reply not written to %s: %s", harness.name, path, exc)
+        return False
+    return True
 
 
 def write_skills(root: Path, skills: dict[str, str]) -> list[Path]:

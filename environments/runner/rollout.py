@@ -30,7 +30,7 @@ from environments.harnesses import (
     UnknownHarness,
     get_harness,
 )
-from environments.harnesses.base import load_tools_file, package_root
+from environments.harnesses.base import deliver_final_reply, load_tools_file, package_root
 from environments.procs import run_process, tail
 from environments.records import ErrorKind, Outcome, RunnerReport
 from environments.runner.artifacts import collect_task_artifacts, hand_over_artifacts
@@ -222,6 +222,8 @@ async def run_rollout(opts: RunnerOptions, emit: Callable[[str], None] = _print_
                 raise _Stop(Outcome.infra_error, ErrorKind.start_failed, str(exc)) from None
             if left:
                 log.info("agent jail: killed %d process(es) left after the harness", left)
+            # A third-party harness's final reply, where it declares it lands → final_answer.txt.
+            await asyncio.to_thread(deliver_final_reply, harness, ctx)
             shutil.rmtree(home, ignore_errors=True)
             home = None
             # The rollout token is revoked for model calls from here on (the report still goes in);

@@ -7,6 +7,15 @@ with the next step of that plan, then a final answer. Because it renders prompts
 policy's tokenizer and chat template exactly as the local engine does (and tokenizes its
 answers the same way), the recorded calls carry token ids and become SFT samples with no
 re-tokenization. It implements :class:`training.engines.base.ChatEngine`.
+
+A harness that offers no tool of the task but one shell tool (a function with a required
+string ``command``, e.g. mini-swe-agent's ``bash``) gets each step as that tool's call: the
+skill CLI invocation the task's SKILL.md files teach (``python3 -m environments.claw.call
+TOOL '<json>'``). When the harness's prompt names a submit command (`` `echo SENTINEL` ``,
+e.g. mini's ``COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT``), the final reply is delivered the way
+that harness ends an episode: a shell call printing the sentinel, then the reply
+(``echo SENTINEL && printf '%s\\n' '<reply>'``: mini takes the lines after the sentinel
+as the submission); without one, the final reply is plain text as for native tools.
 """
 
 from __future__ import annotations
@@ -99,6 +108,63 @@ def load_plans(task_dirs: list[str | Path]) -> dict[str, list[PlanStep]]:
     return plans
 
 
+#: A harness's submit command named in its prompt: `` `echo SENTINEL` `` (an upper-case word).
+_SUBMIT_RE = re.compile(r"`echo ([A-Z][A-Z0-9_]{7,})`")
+
+
+def _function(tool: Any) -> dict[str, Any] | None:
+    if not isinstance(tool, dict):
+        return None
+    fn = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+    return fn if isinstance(fn.get("name"), str) else None
+
+
+def tool_names(tools: list[dict[str, Any]] | None) -> set[str]:
+    """The function names a request offers."""
+    return {fn["name"] for t in tools or [] if (fn := _function(t)) is not None}
+
+
+def shell_tool(tools: list[dict[str, Any]] | None) -> str | None:
+    """The name of the request's one shell tool — a function whose parameters require a
+    string ``command`` — or None when it offers none or several."""
+    found = []
+    for t in tools or []:
+        fn = _function(t)
+        params = (fn or {}).get("parameters") or {}
+        if not isinstance(params, dict):
+            continue
+        prop = (params.get("properties") or {}).get("command")
+        if "command" in (params.get("required") or []) and isinstance(prop, dict) and prop.get("type") == "string":
+            found.append(fn["name"])  # type: ignore[index]
+    return found[0] if len(found) == 1 else None
+
+
+def submit_sentinel(messages: list[dict[str, Any]]) -> str | None:
+    """The submit command's sentinel a harness's system/user prompt names (see module doc)."""
+    for m in messages:
+        if m.get("role") in ("system", "user") and (match := _SUBMIT_RE.search(_text(m.get("content")))):
+            return match.group(1)
+    return None
+
+
+def skill_command(step: PlanStep) -> str:
+    """A tool step as the skill CLI invocation of the claw SKILL.md files (shlex-quoted JSON)."""
+    from environments.claw.skills import CALL  # noqa: PLC0415 - loads the service specs
+
+    return f"{CALL} {step.tool} {shlex.quote(json.dumps(step.arguments, ensure_ascii=False))}"
+
+
+def submit_command(sentinel: str, reply: str) -> str:
+    """Print the sentinel, then the reply: mini-swe-agent's submission is the output after it."""
+    return f"echo {sentinel} && printf '%s\\n' {shlex.quote(reply)}"
+
+
+def _hermes(name: str, arguments: dict[str, Any]) -> str:
+    # exactly as the chat template renders an assistant tool call in the history, so the
+    # next call's prompt extends this one's and the trajectory prefix-merges into one sequence
+    return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False) + "\n</tool_call>"
+
+
 def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -136,15 +202,16 @@ class OracleTeacherEngine:
                 return plan
         raise EngineRequestError("oracle teacher: no task instruction it knows is in these messages", param="messages")
 
-    def _answer(self, step: PlanStep | None, native: bool) -> str:
-        if step is None:
-            return FINAL_ANSWER
-        if step.final is not None:
-            return step.final
-        if native:
-            # exactly as the chat template renders an assistant tool call in the history, so the
-            # next call's prompt extends this one's and the trajectory prefix-merges into one sequence
-            return "<tool_call>\n" + json.dumps({"name": step.tool, "arguments": step.arguments}, ensure_ascii=False) + "\n</tool_call>"
+    def _answer(self, step: PlanStep | None, tools: list[dict[str, Any]] | None, messages: list[dict[str, Any]]) -> str:
+        shell = shell_tool(tools)
+        if step is None or step.final is not None:
+            reply = FINAL_ANSWER if step is None else str(step.final)
+            sentinel = submit_sentinel(messages) if shell else None
+            return _hermes(shell, {"command": submit_command(sentinel, reply)}) if shell and sentinel else reply
+        if tools and step.tool not in tool_names(tools) and shell:
+            return _hermes(shell, {"command": skill_command(step)})
+        if tools:
+            return _hermes(str(step.tool), step.arguments)
         return "Action: " + json.dumps({"tool": step.tool, "args": step.arguments}, ensure_ascii=False)
 
     async def chat_completions(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -156,7 +223,7 @@ class OracleTeacherEngine:
         plan = self._plan_for(messages)
         done = sum(1 for m in messages if m.get("role") == "assistant")
         step = plan[done] if done < len(plan) else None
-        text = self._answer(step, native=bool(tools))
+        text = self._answer(step, tools, messages)
         prompt_ids = render_prompt(self.tokenizer, messages, tools)
         response_ids = list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
         eos = self.tokenizer.eos_token_id

@@ -5,6 +5,8 @@ Codex ignores OPENAI_BASE_URL; it gets a custom provider in ``$CODEX_HOME/config
 We are already inside a sandbox, so Codex's own sandbox is bypassed by default
 (option ``sandbox``: "bypass" | "workspace-write" | "danger-full-access" | "read-only").
 Tool skills go to ``$CODEX_HOME/skills/<name>/SKILL.md``.
+Final reply: the agent's last message, which ``codex exec -o FILE`` writes
+(``<logs>/agent/codex-last-message.txt``).
 The proxy answers a stream only once the engine is done (a 10-20k-token prompt can take
 minutes to prefill on CPU), so the provider waits ``stream_idle_timeout_ms`` (option,
 default 15 min; the runner's agent timeout still bounds the rollout).
@@ -17,9 +19,10 @@ from pathlib import Path
 
 import tomli_w
 
-from environments.harnesses.base import Harness, HarnessConfigError, HarnessContext
+from environments.harnesses.base import Harness, HarnessConfigError, HarnessContext, read_log_text
 
 KEY_ENV = "OPENFORGE_CODEX_KEY"
+LAST_MESSAGE_FILE = "codex-last-message.txt"
 IDLE_TIMEOUT_MS = 900_000
 _SANDBOXES = ("bypass", "workspace-write", "danger-full-access", "read-only")
 
@@ -64,7 +67,7 @@ class CodexHarness(Harness):
             raise HarnessConfigError(f"codex: option 'sandbox' must be one of {', '.join(_SANDBOXES)}")
         argv = [str(self.resolve_binary()), "exec", "--skip-git-repo-check", "--json",
                 "-C", str(ctx.workspace), "-m", ctx.model,
-                "-o", str(ctx.logs_dir / "codex-last-message.txt")]
+                "-o", str(ctx.logs_dir / LAST_MESSAGE_FILE)]
         if sandbox == "bypass":
             argv.append("--dangerously-bypass-approvals-and-sandbox")
         else:
@@ -72,6 +75,10 @@ class CodexHarness(Harness):
         argv += [str(a) for a in ctx.options.get("extra_args", [])]
         argv.append(ctx.prompt(str(self.skills_dir(ctx))))
         return argv
+
+    def final_reply(self, ctx: HarnessContext) -> str | None:
+        text = read_log_text(ctx.logs_dir / LAST_MESSAGE_FILE)
+        return text.strip() if text is not None else None
 
     def env(self, ctx: HarnessContext) -> dict[str, str]:
         return {"CODEX_HOME": str(codex_home(ctx)), KEY_ENV: ctx.api_key}

@@ -3,15 +3,48 @@
 It stops only when the model runs ``echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT``; option
 ``step_limit`` (default 30) bounds it. The trajectory goes to ``<logs>/agent/mini-traj.json``.
 Tool skills go to ``$HOME/skills/<name>/SKILL.md`` and are named in the task text.
+
+Final reply (:meth:`MiniSweAgentHarness.final_reply`): mini's own submission — the output
+lines after the ``COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`` line of the submitting command
+(``info.submission`` of the trajectory, exit status ``Submitted``); when that is empty (the
+model ran the bare ``echo``, as mini's prompt asks), the text of the assistant message that
+submitted. An episode that did not submit (step limit, format errors) delivers no reply.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from environments.harnesses.base import Harness, HarnessContext, HarnessMissing
+from environments.harnesses.base import Harness, HarnessContext, HarnessMissing, read_log_text
 from environments.harnesses.binaries import tools_dir
+
+
+TRAJECTORY_FILE = "mini-traj.json"
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return ""
+
+
+def submitted_reply(trajectory: dict[str, Any]) -> str | None:
+    """The final reply of a mini-swe-agent trajectory (see module doc); None if it did not submit."""
+    info = trajectory.get("info") or {}
+    if info.get("exit_status") != "Submitted":
+        return None
+    submission = str(info.get("submission") or "").strip()
+    if submission:
+        return submission
+    for message in reversed(trajectory.get("messages") or []):
+        if isinstance(message, dict) and message.get("role") == "assistant":
+            return _text(message.get("content")).strip()
+    return ""
 
 
 def mini_config_file() -> Path | None:
@@ -42,7 +75,14 @@ class MiniSweAgentHarness(Harness):
                 "-c", f"model.model_kwargs.api_base={ctx.base_url_or_default}",
                 "-c", f"agent.step_limit={steps}",
                 "-t", ctx.prompt(str(self.skills_dir(ctx))),
-                "-o", str(ctx.logs_dir / "mini-traj.json")]
+                "-o", str(ctx.logs_dir / TRAJECTORY_FILE)]
+
+    def final_reply(self, ctx: HarnessContext) -> str | None:
+        text = read_log_text(ctx.logs_dir / TRAJECTORY_FILE)
+        if text is None:
+            return None
+        data = json.loads(text)
+        return submitted_reply(data) if isinstance(data, dict) else None
 
     def env(self, ctx: HarnessContext) -> dict[str, str]:
         return {

@@ -40,13 +40,15 @@ async def test_codex_runs_a_shell_tool_call_and_completes(sandbox) -> None:
     outputs = [i for i in second["input"] if i.get("type") == "function_call_output"]
     assert outputs, "the tool result must be sent back in the next turn"
     assert (sandbox.logs / "agent" / "codex-last-message.txt").read_text().strip() == "Created out.txt."
+    assert (sandbox.logs / "agent" / "final_answer.txt").read_text() == "Created out.txt."  # the runner's post-run step
 
 
 @pytest.mark.skipif(find_binary("mini") is None, reason="mini-swe-agent not installed (scripts/install-harnesses.sh)")
 async def test_mini_swe_agent_runs_bash_and_submits(sandbox) -> None:
     with FakeVLLM() as fake:
         fake.script(FakeReply.tool("bash", {"command": "printf hello > out.txt"}),
-                    FakeReply.tool("bash", {"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"}))
+                    FakeReply.tool("bash", {"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"},
+                                   content="Wrote hello to out.txt."))
         run = await run_runner(sandbox, "mini-swe-agent", timeout=400,
                                extra=["--base-url", fake.base_url, "--token", "tok-mini", "--model", fake.model,
                                       "--agent-timeout", "300"])
@@ -54,6 +56,8 @@ async def test_mini_swe_agent_runs_bash_and_submits(sandbox) -> None:
     assert len(fake.requests) == 2
     assert [t["function"]["name"] for t in fake.requests[0]["tools"]] == ["bash"]
     assert (sandbox.logs / "agent" / "mini-traj.json").is_file()
+    # a bare submit (empty submission): the final reply is the submitting message's text
+    assert (sandbox.logs / "agent" / "final_answer.txt").read_text() == "Wrote hello to out.txt."
 
 
 @pytest.mark.skipif(find_binary("claude") is None, reason="claude not installed (scripts/install-harnesses.sh)")
