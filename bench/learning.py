@@ -127,10 +127,14 @@ async def main_async(args: argparse.Namespace) -> int:
     results: dict[str, HeldOut] = {}
     results["base"] = await held_out(preset, eval_tasks, None, "base", args.eval_samples, args.harness)
 
-    print("GRPO from base:", flush=True)
-    rl = await _grpo(preset, train, None, args, f"learning-rl-{args.seed}")
-    results["rl"] = (await held_out(preset, eval_tasks, rl.checkpoint, "rl", args.eval_samples, args.harness)
-                     if rl else _unchanged("rl", results["base"]))
+    rl = None
+    if args.skip_rl_from_base:
+        print("GRPO from base: skipped (--skip-rl-from-base)", flush=True)
+    else:
+        print("GRPO from base:", flush=True)
+        rl = await _grpo(preset, train, None, args, f"learning-rl-{args.seed}")
+        results["rl"] = (await held_out(preset, eval_tasks, rl.checkpoint, "rl", args.eval_samples, args.harness)
+                         if rl else _unchanged("rl", results["base"]))
 
     print("SFT on oracle-teacher trajectories, then GRPO:", flush=True)
     distilled = await distill(preset, sft_tasks, teacher="oracle", run_id=f"learning-distill-{args.seed}")
@@ -158,7 +162,7 @@ async def main_async(args: argparse.Namespace) -> int:
          "rl_after_sft_train_reward": [(s.step, s.reward_mean) for s in sft_rl.steps] if sft_rl else [],
          "held_out_reward": list(enumerate(r.mean for r in results.values()))},
         Path(args.out) / f"learning-{args.harness}-seed{args.seed}.png",
-        title="held-out: 0 base, 1 RL, 2 SFT, 3 SFT+RL")
+        title="held-out: " + ", ".join(f"{i} {k}" for i, k in enumerate(results)))
     wall = time.perf_counter() - t0
     print("\n| checkpoint | held-out mean ± SE | n | optimiser updates |\n|---|---|---|---|")
     updates = {"base": 0, "rl": rl.updates if rl else 0, "sft": sft.updates, "sft+rl": sft_rl.updates if sft_rl else 0}
@@ -166,6 +170,8 @@ async def main_async(args: argparse.Namespace) -> int:
         print(f"| {k} | {r.mean:.3f} ± {r.se:.3f} | {r.n} | {updates[k]} |")
     print()
     for a, b in (("rl", "base"), ("sft", "base"), ("sft+rl", "sft")):
+        if a not in results:
+            continue
         ok, diff, se = results[a].beats(results[b])
         print(f"{a} vs {b}: {diff:+.3f} (SE of the difference {se:.3f}) -> {'beats it by > 2 SE' if ok else 'NOT > 2 SE'}")
     print(f"curves: {png}\nwall time: {wall / 60:.1f} min")
@@ -189,6 +195,9 @@ def main() -> int:
     p.add_argument("--home", default=None)
     p.add_argument("--out", default="bench/out")
     p.add_argument("--quick", action="store_true", help="tiny run to check the wiring")
+    p.add_argument("--skip-rl-from-base", action="store_true",
+                   help="no GRPO from base (for a harness whose base policy never scores, e.g. a third-party "
+                        "binary's long prompt on the 135M default: every group would be zero-variance)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="a preset override, e.g. rollout.concurrency=8 (repeatable; JSON values)")
     args = p.parse_args()
