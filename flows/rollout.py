@@ -10,6 +10,7 @@ from flows.artifacts import publish_table, publish_table_sync
 from flows.checks import check_rollout, check_task_db
 from flows.params import ExportAtifParams, RolloutParams
 from openforge.presets import load_preset
+from tasks.budgets import single_rollout_s
 from tasks.rollouts import export_atif_task, rollout_task
 
 
@@ -21,9 +22,11 @@ async def rollout_flow(params: RolloutParams) -> dict:
     error_kind, n_calls, seconds, rollout_id, logs_dir)."""
     check_rollout(params)
     caps = load_preset(params.preset).rollout
-    doc = await rollout_task(params.task_dir, params.harness, params.backend, params.engine, params.timeout,
-                             params.model, params.harness_options, params.max_tokens or caps.max_tokens,
-                             params.max_total_tokens or caps.max_total_tokens)
+    # a hang guard (Prefect TimedOut) past the rollout's own hard deadline, as for the learning-loop tasks
+    rollout = rollout_task.with_options(timeout_seconds=single_rollout_s(params.task_dir, params.timeout))
+    doc = await rollout(params.task_dir, params.harness, params.backend, params.engine, params.timeout,
+                        params.model, params.harness_options, params.max_tokens or caps.max_tokens,
+                        params.max_total_tokens or caps.max_total_tokens)
     await publish_table("rollout", [{k: doc.get(k) for k in ("rollout_id", "task_id", "harness", "status", "reward",
                                                               "error_kind", "n_calls", "seconds", "logs_dir")}],
                         f"Rollout of {params.harness} on {params.task_dir}")

@@ -67,3 +67,12 @@ def sft_s(preset: Preset, examples: int | None) -> float:
     readable here) counts as :data:`UNKNOWN_SFT_EXAMPLES`."""
     updates = preset.sft.epochs * math.ceil((examples if examples is not None else UNKNOWN_SFT_EXAMPLES) / preset.sft.batch_size)
     return STARTUP_S + updates * UPDATE_S
+
+
+def single_rollout_s(task_dir: str, timeout: float | None) -> float:
+    """One rollout (``openforge rollout``): its wall clock, ``timeout`` or else the task's own
+    agent + verifier + build budgets (a day when the agent has none), to its hard deadline."""
+    from environments.taskdir import load_task
+    from training.orchestrator.single import task_wall_clock
+
+    return STARTUP_S + hard_deadline(timeout or task_wall_clock(load_task(task_dir)))

@@ -43,3 +43,15 @@ def test_sft_gets_an_allowance_per_optimiser_update_its_data_makes(preset: Prese
     # 10 examples in batches of 4: 3 updates an epoch, 2 epochs
     assert sft_s(preset, 10) == STARTUP_S + 6 * UPDATE_S
     assert sft_s(preset, None) == STARTUP_S + 2 * (UNKNOWN_SFT_EXAMPLES // 4) * UPDATE_S
+
+
+def test_a_single_rollout_is_bounded_by_its_timeout_or_its_tasks_own_budgets(tmp_path) -> None:  # noqa: ANN001
+    from environments.taskdir import load_task
+    from tasks.budgets import single_rollout_s
+    from testkit.tasks import make_task
+
+    task = make_task(tmp_path, agent_timeout=60.0)
+    cfg = load_task(task).config
+    own = cfg.agent.timeout_sec + cfg.verifier.timeout_sec + cfg.environment.build_timeout_sec
+    assert single_rollout_s(str(task), 100) == STARTUP_S + T  # openforge rollout --timeout 100
+    assert single_rollout_s(str(task), None) == STARTUP_S + hard_deadline(own) != STARTUP_S + T
