@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from prefect import flow
 
+from environments.bank import list_tasks
 from flows.artifacts import publish_table_sync
 from flows.checks import check_import, check_task_db
 from flows.params import InitParams, TasksExportParams, TasksImportParams, TasksVerifyParams
 from tasks.bank import export_bank_tasks, import_task_dirs, init_data_dir, verify_bank_tasks
+from tasks.budgets import verify_s
 
 
 @flow(name="init")
@@ -51,7 +53,11 @@ def tasks_verify_flow(params: TasksVerifyParams = TasksVerifyParams()) -> list[d
     every imported one) in `backend` sandboxes; passing tasks become `verified`, the others
     keep their status with the reason in `error`."""
     check_task_db("tasks verify")
-    rows = verify_bank_tasks(params.task_ids, params.backend)
+    # a hang guard (Prefect TimedOut) past every check rollout's own hard deadline
+    dirs = [t["dir"] for t in list_tasks()
+            if (t["id"] in params.task_ids if params.task_ids else t["status"] == "imported")]
+    verify = verify_bank_tasks.with_options(timeout_seconds=verify_s(dirs))
+    rows = verify(params.task_ids, params.backend)
     publish_table_sync("tasks-verify", rows,
                        f"{sum(r['passed'] for r in rows)}/{len(rows)} task(s) verified on {params.backend}")
     return rows

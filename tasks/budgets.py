@@ -69,10 +69,25 @@ def sft_s(preset: Preset, examples: int | None) -> float:
     return STARTUP_S + updates * UPDATE_S
 
 
+def _task_wall_clock(task_dir: str) -> float:
+    """The task's agent + verifier + build budgets; a day when the agent has none or the dir
+    does not load (the rollout reports that itself)."""
+    from environments.taskdir import load_task
+    from training.orchestrator.single import NO_AGENT_LIMIT_WALL_SEC, task_wall_clock
+
+    try:
+        return task_wall_clock(load_task(task_dir))
+    except (OSError, ValueError):
+        return NO_AGENT_LIMIT_WALL_SEC
+
+
 def single_rollout_s(task_dir: str, timeout: float | None) -> float:
     """One rollout (``openforge rollout``): its wall clock, ``timeout`` or else the task's own
     agent + verifier + build budgets (a day when the agent has none), to its hard deadline."""
-    from environments.taskdir import load_task
-    from training.orchestrator.single import task_wall_clock
+    return STARTUP_S + hard_deadline(timeout or _task_wall_clock(task_dir))
 
-    return STARTUP_S + hard_deadline(timeout or task_wall_clock(load_task(task_dir)))
+
+def verify_s(task_dirs: list[str]) -> float:
+    """``tasks verify``: an oracle and a no-op rollout per task, one after the other, each to
+    its hard deadline."""
+    return STARTUP_S + sum(2 * hard_deadline(_task_wall_clock(d)) for d in task_dirs)

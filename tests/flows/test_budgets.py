@@ -55,3 +55,13 @@ def test_a_single_rollout_is_bounded_by_its_timeout_or_its_tasks_own_budgets(tmp
     own = cfg.agent.timeout_sec + cfg.verifier.timeout_sec + cfg.environment.build_timeout_sec
     assert single_rollout_s(str(task), 100) == STARTUP_S + T  # openforge rollout --timeout 100
     assert single_rollout_s(str(task), None) == STARTUP_S + hard_deadline(own) != STARTUP_S + T
+
+
+def test_tasks_verify_is_bounded_by_two_check_rollouts_per_task(tmp_path) -> None:  # noqa: ANN001
+    from tasks.budgets import single_rollout_s, verify_s
+    from testkit.tasks import make_task
+
+    a, b = make_task(tmp_path, "a", agent_timeout=60.0), make_task(tmp_path, "b", agent_timeout=120.0)
+    per = {d: single_rollout_s(str(d), None) - STARTUP_S for d in (a, b)}
+    assert verify_s([str(a), str(b)]) == STARTUP_S + 2 * per[a] + 2 * per[b]
+    assert verify_s([]) == STARTUP_S
