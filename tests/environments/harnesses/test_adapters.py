@@ -109,6 +109,10 @@ def test_mini_swe_agent_argv(tools: Path, ctx: HarnessContext) -> None:
     assert plan.argv[plan.argv.index("-m") + 1] == "openai/policy-m"
     assert f"model.model_kwargs.api_base={ctx.base_url}" in plan.argv and "agent.step_limit=7" in plan.argv
     assert plan.env["OPENAI_API_KEY"] == "tok" and plan.env["MSWEA_CONFIGURED"] == "true"
+    # mini retries a refused call (the proxy's spent-budget 400 too) 10 times over ~6 min by default
+    assert plan.env["MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT"] == "2"
+    ctx.options = {"model_attempts": 5}
+    assert get_harness("mini-swe-agent").plan(ctx).env["MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT"] == "5"
 
 
 def test_command_template_keeps_instruction_one_argument(ctx: HarnessContext) -> None:

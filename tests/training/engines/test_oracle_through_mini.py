@@ -42,3 +42,27 @@ def test_oracle_teacher_through_real_mini_swe_agent_scores_1(tmp_path: Path) -> 
                 for c in calls]
     assert any(cmd.startswith("python3 -m environments.claw.call contacts_search ") for cmd in commands), commands
     assert any(cmd.startswith("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && printf") for cmd in commands), commands
+
+
+@pytest.mark.skipif(find_binary("mini") is None, reason="mini-swe-agent not installed (scripts/install-harnesses.sh)")
+def test_real_mini_swe_agent_stops_soon_after_its_generation_budget_is_spent(tmp_path: Path) -> None:
+    """The proxy refuses calls past ``rollout.max_total_tokens`` (HTTP 400, rollout_budget_exhausted).
+    mini retries refused calls 10 times over ~6 min by default; the adapter gives it 2 attempts,
+    so the rollout ends within seconds and the verifier scores what the agent did (the search)."""
+    import time
+
+    from environments.records import RolloutResult
+    from openforge.presets import load_preset
+    from synthesis.procedural.render import write_generated
+    from training.workflows.distill import distill
+
+    tasks = write_generated(tmp_path / "tasks", "contact-lookup", range(10_000, 10_001))
+    # the oracle's first call (the search, ~40 tokens) fits; the budget is then spent
+    preset = load_preset("local", {"rollout.harness": "mini-swe-agent", "rollout.max_total_tokens": 40})
+    seen: list[RolloutResult] = []
+    t0 = time.perf_counter()
+    asyncio.run(distill(preset, tasks, teacher="oracle", run_id="mini-budget", progress=seen.append))
+    seconds = time.perf_counter() - t0
+    assert len(seen) == 1 and seen[0].status.value == "ok", seen
+    assert 0.0 < (seen[0].reward or 0.0) < 1.0, seen  # searched, never submitted the answer
+    assert seconds < 120, f"{seconds:.0f} s: mini kept retrying the refused calls"
