@@ -134,6 +134,23 @@ def import_tasks(
 RolloutFn = Callable[[str, str, str], dict[str, Any]]
 
 
+def _to_verify(engine: Engine, task_ids: list[str] | None) -> list[tuple[str, str, str]]:
+    """``(id, dir, status)`` of the given tasks, else of every ``imported`` one, by id."""
+    with session_scope(engine) as session:
+        query = select(Task).order_by(Task.id)
+        query = query.where(Task.id.in_(task_ids)) if task_ids else query.where(Task.status == TaskStatus.imported.value)
+        return [(r.id, r.dir, r.status) for r in session.scalars(query)]
+
+
+def dirs_to_verify(task_ids: list[str] | None = None, *, settings: Settings | None = None) -> list[str]:
+    """The task dirs :func:`verify_tasks` would check for ``task_ids`` (else every ``imported`` task)."""
+    engine = _engine(settings or get_settings())
+    try:
+        return [task_dir for _, task_dir, _ in _to_verify(engine, task_ids)]
+    finally:
+        engine.dispose()
+
+
 def verify_tasks(
     task_ids: list[str] | None = None, *, rollout: RolloutFn, backend: str = "local", settings: Settings | None = None,
 ) -> list[dict[str, Any]]:
@@ -146,11 +163,7 @@ def verify_tasks(
     engine = _engine(settings)
     out: list[dict[str, Any]] = []
     try:
-        with session_scope(engine) as session:
-            query = select(Task).order_by(Task.id)
-            query = query.where(Task.id.in_(task_ids)) if task_ids else query.where(
-                Task.status == TaskStatus.imported.value)
-            rows = [(r.id, r.dir, r.status) for r in session.scalars(query)]
+        rows = _to_verify(engine, task_ids)
         missing = sorted(set(task_ids or []) - {r[0] for r in rows})
         out += [{"id": m, "status": None, "passed": False, "error": "no such task"} for m in missing]
         for task_id, task_dir, status in rows:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from prefect import flow
 
-from environments.bank import list_tasks
+from environments.bank import dirs_to_verify
 from flows.artifacts import publish_table_sync
 from flows.checks import check_import, check_task_db
 from flows.params import InitParams, TasksExportParams, TasksImportParams, TasksVerifyParams
@@ -54,9 +54,7 @@ def tasks_verify_flow(params: TasksVerifyParams = TasksVerifyParams()) -> list[d
     keep their status with the reason in `error`."""
     check_task_db("tasks verify")
     # a hang guard (Prefect TimedOut) past every check rollout's own hard deadline
-    dirs = [t["dir"] for t in list_tasks()
-            if (t["id"] in params.task_ids if params.task_ids else t["status"] == "imported")]
-    verify = verify_bank_tasks.with_options(timeout_seconds=verify_s(dirs))
+    verify = verify_bank_tasks.with_options(timeout_seconds=verify_s(dirs_to_verify(params.task_ids)))
     rows = verify(params.task_ids, params.backend)
     publish_table_sync("tasks-verify", rows,
                        f"{sum(r['passed'] for r in rows)}/{len(rows)} task(s) verified on {params.backend}")

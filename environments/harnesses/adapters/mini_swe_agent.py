@@ -2,13 +2,6 @@
 
 It stops only when the model runs ``echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT``; option
 ``step_limit`` (default 30) bounds it. The trajectory goes to ``<logs>/agent/mini-traj.json``.
-
-Model-call attempts (option ``model_attempts``, default 2): mini retries every failed call but
-a few kinds (tenacity, exponential wait 4–60 s, 10 attempts by default), the proxy's HTTP 400
-``rollout_budget_exhausted`` included, so a rollout whose generation budget was spent sat
-~6 min in retries before it exited (seen in the mini learning check: every GRPO step waited
-for them). With 2 attempts it exits ~4 s after the refusal; the runner classifies the
-refusal (environments/runner/classify.py) and the verifier runs.
 Tool skills go to ``$HOME/skills/<name>/SKILL.md`` and are named in the task text.
 
 Final reply (:meth:`MiniSweAgentHarness.final_reply`): mini's own submission — the output
@@ -16,6 +9,13 @@ lines after the ``COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`` line of the submitting
 (``info.submission`` of the trajectory, exit status ``Submitted``); when that is empty (the
 model ran the bare ``echo``, as mini's prompt asks), the text of the assistant message that
 submitted. An episode that did not submit (step limit, format errors) delivers no reply.
+
+Model-call attempts (option ``model_attempts``, default 2): mini retries every failed call but
+a few kinds (tenacity, exponential wait 4–60 s, 10 attempts by default), the proxy's HTTP 400
+``rollout_budget_exhausted`` included, so a rollout whose generation budget was spent sat
+~6 min in retries before it exited (seen in the mini learning check: every GRPO step waited
+for them). With 2 attempts it exits ~4 s after the refusal; the runner classifies the
+refusal (environments/runner/classify.py) and the verifier runs.
 """
 
 from __future__ import annotations
