@@ -14,6 +14,7 @@ import logging
 import os
 import stat
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,11 @@ FINAL_ANSWER_FILE = "final_answer.txt"
 #: Largest harness log file :func:`read_log_text` reads (a trajectory JSON, a last-message file).
 MAX_LOG_READ = 32 * 1024 * 1024
 
+#: The harness's stdout and stderr together, as the runner captures them in its log dir
+#: (``<logs>/agent/harness.log``, environments/runner/rollout.py); every step of a multi-step
+#: task appends to it. A harness that prints its final reply reads it from here.
+AGENT_LOG_FILE = "harness.log"
+
 #: Env var holding the base URL of the task's mock services (claw family), if any.
 SERVICES_URL_ENV = "CLAW_URL"
 
@@ -75,6 +81,9 @@ class HarnessContext:
     services_url: str | None = None
     skills: dict[str, str] = field(default_factory=dict)  # skill name -> SKILL.md text
     env: dict[str, str] = field(default_factory=dict)  # sandbox env the runner exports
+    # Bytes of the agent log (AGENT_LOG_FILE) already there when Harness.plan ran: an earlier
+    # step's output, which this step's final reply must not be read from.
+    agent_log_start: int = 0
 
     @property
     def api_key(self) -> str:
@@ -157,7 +166,9 @@ class Harness:
         return found
 
     def plan(self, ctx: HarnessContext) -> LaunchPlan:
-        """Write config + skill files and return the process to launch."""
+        """Write config + skill files and return the process to launch (and note where this
+        run's output will start in the agent log: ``ctx.agent_log_start``)."""
+        ctx.agent_log_start = _regular_file_size(ctx.logs_dir / AGENT_LOG_FILE)
         written: list[Path] = []
         skills_at = self.skills_dir(ctx)
         if skills_at is not None:
@@ -171,19 +182,61 @@ class Harness:
         return LaunchPlan(argv=argv, env=env, cwd=ctx.workspace, files=written)
 
 
-def read_log_text(path: Path, limit: int = MAX_LOG_READ) -> str | None:
-    """Text of a file the harness wrote, read without following a symlink (the runner may be
-    more privileged than the agent that planted it); None when absent, not a regular file or
-    larger than ``limit``."""
+def _regular_file_size(path: Path) -> int:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return 0
+    return st.st_size if stat.S_ISREG(st.st_mode) else 0
+
+
+def read_log_text(path: Path, limit: int = MAX_LOG_READ, start: int = 0) -> str | None:
+    """Text of a file the harness wrote (from byte ``start`` on), read without following a
+    symlink (the runner may be more privileged than the agent that planted it); None when
+    absent, not a regular file or longer than ``limit`` from ``start``."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
     except OSError:
         return None
     with os.fdopen(fd, "rb") as fh:
         st = os.fstat(fh.fileno())
-        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+        if not stat.S_ISREG(st.st_mode) or st.st_size - start > limit:
             return None
+        if start:
+            fh.seek(start)
         return fh.read(limit + 1)[:limit].decode("utf-8", errors="replace")
+
+
+def last_json_value(text: str, accept: Callable[[Any], bool]) -> Any | None:
+    """The last JSON value in a log that ``accept`` takes, among the values that begin a line
+    (after blanks): how a CLI prints its result object after its log lines. Other lines (ANSI-
+    coloured log lines, progress), values ``accept`` rejects and a value cut off mid-print (it
+    does not decode) are skipped; None when no line holds one. Decoded by ``json.JSONDecoder.
+    raw_decode``, so whatever follows the value on its line or after it does not matter."""
+    decoder = json.JSONDecoder()
+    end = len(text)
+    while True:
+        newline = text.rfind("\n", 0, end)
+        at = newline + 1
+        while at < end and text[at] in " \t\r":
+            at += 1
+        if at < end and text[at] in "{[":
+            try:
+                value, _ = decoder.raw_decode(text, at)
+            except (ValueError, RecursionError):
+                pass
+            else:
+                if accept(value):
+                    return value
+        if newline < 0:
+            return None
+        end = newline
+
+
+def read_agent_log(ctx: HarnessContext) -> str | None:
+    """This run's part of the agent log (see :data:`AGENT_LOG_FILE`), read as
+    :func:`read_log_text` reads (no symlinks, size-capped); None when unreadable."""
+    return read_log_text(ctx.logs_dir / AGENT_LOG_FILE, start=ctx.agent_log_start)
 
 
 def deliver_final_reply(harness: Harness, ctx: HarnessContext) -> bool:

@@ -7,14 +7,25 @@ Option ``allowed_tools`` (list; default Bash, Read, Write, Edit, Glob, Grep, Ski
 Tool skills go to ``$CLAUDE_CONFIG_DIR/skills/<name>/SKILL.md``.
 Option ``api_timeout_ms`` (default 15 min) is how long Claude Code waits for one answer: its
 ~21.7k-token first prompt takes minutes to prefill on CPU.
+
+Final reply (:meth:`ClaudeCodeHarness.final_reply`): with ``--output-format json`` Claude Code
+prints one result object on stdout when it ends,
+``{"type": "result", "subtype": "success", "is_error": false, "result": "<final text>", ...}``
+(with ``--verbose`` a one-line array of all messages ending in it; with ``stream-json`` one
+object per line, the result last). The runner captures stdout in the agent log; the reply is
+``result`` of the last result object there. A run that ended in an error delivers no reply:
+``is_error`` true (an API failure: ``result`` is then Claude Code's "API Error: ..." text, not
+the model's), a subtype other than ``success`` (``error_max_turns``, ``error_during_execution``:
+no ``result``), or no result object at all (killed, crashed).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from environments.harnesses.base import Harness, HarnessContext
+from environments.harnesses.base import Harness, HarnessContext, last_json_value, read_agent_log
 
 DEFAULT_TOOLS = ("Bash", "Read", "Write", "Edit", "Glob", "Grep", "Skill")
 API_TIMEOUT_MS = 900_000
@@ -22,6 +33,26 @@ API_TIMEOUT_MS = 900_000
 
 def config_dir(ctx: HarnessContext) -> Path:
     return ctx.home / ".claude"
+
+
+def _is_result(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("type") == "result" and isinstance(value.get("subtype"), str)
+
+
+def result_message(log_text: str) -> dict[str, Any] | None:
+    """The last Claude Code result object in its output (see module doc), or None."""
+    found = last_json_value(log_text, lambda v: _is_result(v) or (isinstance(v, list) and any(map(_is_result, v))))
+    if isinstance(found, list):  # --verbose --output-format json: every message, the result last
+        found = [m for m in found if _is_result(m)][-1]
+    return found
+
+
+def result_reply(result: dict[str, Any]) -> str | None:
+    """The final text of a result object; None for an error result (see module doc)."""
+    text = result.get("result")
+    if result.get("subtype") != "success" or result.get("is_error") or not isinstance(text, str):
+        return None
+    return text.strip()
 
 
 @dataclass(frozen=True)
@@ -41,6 +72,11 @@ class ClaudeCodeHarness(Harness):
                 "--model", ctx.model, "--output-format", "json",
                 *[str(a) for a in ctx.options.get("extra_args", [])],
                 "--allowedTools", ",".join(str(t) for t in tools)]
+
+    def final_reply(self, ctx: HarnessContext) -> str | None:
+        text = read_agent_log(ctx)
+        result = result_message(text) if text is not None else None
+        return result_reply(result) if result is not None else None
 
     def env(self, ctx: HarnessContext) -> dict[str, str]:
         return {

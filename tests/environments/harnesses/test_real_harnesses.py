@@ -2,10 +2,16 @@
 complete the hand-made task against scripted fake model endpoints (no proxy needed):
 Codex over the Responses API (scripted_responses.py), Claude Code over the Messages API
 (scripted_messages.py), OpenClaw and mini-swe-agent over chat completions
-(testkit/fakes/vllm.py). Skipped when scripts/install-harnesses.sh has not installed them."""
+(testkit/fakes/vllm.py). Skipped when scripts/install-harnesses.sh has not installed them.
+The claw cases run a generated contact-lookup task: the skill CLI call through the harness's
+shell tool, then the scripted final reply, which must reach ``<logs>/agent/final_answer.txt``
+(the harness's final-reply step) for the verifier's answer checks to pass."""
 
 from __future__ import annotations
 
+import json
+import shlex
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -73,6 +79,7 @@ async def test_claude_code_runs_bash_and_completes(sandbox) -> None:
     assert all(r["model"] == "fake-policy" for r in fake.requests)
     result = fake.requests[1]["messages"][-1]["content"][0]
     assert result["type"] == "tool_result" and result["is_error"] is False
+    assert (sandbox.logs / "agent" / "final_answer.txt").read_text() == "Created out.txt."  # from its result object
 
 
 @pytest.mark.skipif(find_binary("openclaw") is None or find_binary("node24") is None,
@@ -87,6 +94,7 @@ async def test_openclaw_runs_exec_and_completes(sandbox) -> None:
     assert run.report.status == Outcome.ok and run.report.reward == 1.0, (run.report, run.report.logs)
     assert len(fake.requests) == 2 and fake.requests[0]["stream"] is True
     assert "exec" in {t["function"]["name"] for t in fake.requests[0]["tools"]}
+    assert (sandbox.logs / "agent" / "final_answer.txt").read_text() == "done"  # from its --json envelope
 
 
 CLAW_TASK = Path(__file__).resolve().parents[3] / "environments" / "claw" / "examples" / "claw-gmail-invoice-reply"
@@ -107,3 +115,66 @@ async def test_codex_solves_a_claw_task_through_the_skill_cli(tmp_path: Path) ->
     assert run.report.status == Outcome.ok and run.report.reward == 1.0, (run.report, run.report.logs)
     first_input = str(fake.requests[0]["input"])
     assert "SKILL.md" in first_input and "claw-gmail" in first_input
+
+
+@dataclass
+class LookupTask:
+    sandbox: object
+    search: str  # the skill CLI call that finds the contact
+    final: str  # the oracle's final reply (it holds what the answer checks look for)
+
+
+def lookup_task(tmp_path: Path) -> LookupTask:
+    """A generated contact-lookup claw task (0.6 of its reward is answer checks on final_answer.txt)."""
+    from synthesis.procedural.render import write_generated
+
+    [task] = write_generated(tmp_path / "tasks", "contact-lookup", range(10_000, 10_001))
+    call, answer = json.loads((task.path / "solution" / "plan.json").read_text())
+    search = f"python3 -m environments.claw.call {call['tool']} {shlex.quote(json.dumps(call['arguments']))}"
+    return LookupTask(make_sandbox(task.path, tmp_path / "sb"), search, answer["final"])
+
+
+ANSWER_CHECKS = {"names_person": True, "right_answer": True}  # 0.6 of the reward, read from final_answer.txt
+SEARCH_CHECKS = {"searched": True, "searched_for_person": True}  # 0.4, the skill CLI call in the services' audit
+
+
+def assert_answered(run, sb, final: str) -> dict[str, bool]:
+    """The final reply reached final_answer.txt and passed the answer checks; all the checks."""
+    assert run.report.status == Outcome.ok, (run.report, run.report.logs)
+    assert (sb.logs / "agent" / "final_answer.txt").read_text() == final  # the runner's post-run step
+    checks = json.loads((sb.logs / "verifier" / "checks.json").read_text())["checks"]
+    assert {name: checks.get(name) for name in ANSWER_CHECKS} == ANSWER_CHECKS, checks
+    return checks
+
+
+@pytest.mark.skipif(find_binary("claude") is None, reason="claude not installed (scripts/install-harnesses.sh)")
+async def test_claude_code_final_reply_passes_a_claw_tasks_answer_checks(tmp_path: Path) -> None:
+    task = lookup_task(tmp_path)
+    with ScriptedMessages() as fake:
+        fake.script(Turn.call("Bash", {"command": task.search, "description": "search contacts"}), Turn.say(task.final))
+        run = await run_runner(task.sandbox, "claude-code", timeout=300,
+                               extra=["--base-url", f"{fake.url}/v1", "--token", "tok-claude", "--model", "fake-policy",
+                                      "--agent-timeout", "240"])
+    assert len(fake.requests) == 2
+    checks = assert_answered(run, task.sandbox, task.final)
+    assert checks == {**SEARCH_CHECKS, **ANSWER_CHECKS} and run.report.reward == 1.0, (checks, run.report)
+
+
+@pytest.mark.skipif(find_binary("openclaw") is None or find_binary("node24") is None,
+                    reason="openclaw / Node 24 not installed (scripts/install-harnesses.sh)")
+async def test_openclaw_final_reply_passes_a_claw_tasks_answer_checks(tmp_path: Path) -> None:
+    task = lookup_task(tmp_path)
+    with FakeVLLM() as fake:
+        fake.script(FakeReply.tool("exec", {"command": task.search}), FakeReply.text(task.final))
+        run = await run_runner(task.sandbox, "openclaw", timeout=580,
+                               extra=["--base-url", fake.base_url, "--token", "tok-oc", "--model", fake.model,
+                                      "--agent-timeout", "540"])
+    assert len(fake.requests) == 2
+    checks = assert_answered(run, task.sandbox, task.final)
+    # KNOWN GAP, not the final reply's: OpenClaw's exec tool drops PYTHONPATH from the command's
+    # env (its host-env security policy), so `python3 -m environments.claw.call` finds no
+    # `environments` module and the search never reaches the services: 0.6, not 1.0. This
+    # assertion fails (update it) once the adapter makes the skill CLI importable there.
+    tool_result = next(m for m in fake.requests[1]["messages"] if m.get("role") == "tool")["content"]
+    assert "No module named 'environments'" in tool_result, tool_result
+    assert checks == {**{name: False for name in SEARCH_CHECKS}, **ANSWER_CHECKS} and run.report.reward == 0.6, checks
