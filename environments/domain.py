@@ -9,12 +9,40 @@ gets for them. A domain never imports the runner or the registry.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import os
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 #: The one launcher of any domain's services (``python -m environments.serve --services ...``):
 #: it asks the registry which domain hosts them and runs that domain's ``serve_module``.
 SERVE_MODULE = "environments.serve"
+
+#: Where a domain keeps the commands its SKILL.md files tell a model to run (claw: ``claw-call``):
+#: ``environments/<domain>/bin/``. Every harness gets the folders of its skills' domains first
+#: on PATH (``Harness.plan``), so a skill's command needs nothing else from the environment
+#: (a harness's shell tool may strip ``PYTHONPATH``, as OpenClaw's ``exec`` does).
+BIN_DIR = "bin"
+_ENVIRONMENTS = Path(__file__).resolve().parent
+
+
+def skill_bin_dirs(skill_names: Iterable[str]) -> list[Path]:
+    """The existing ``environments/<domain>/bin`` folders of skills named ``<domain>-<service>``
+    (:func:`environments.domain_registry.skill_files`' keys), each once, in order."""
+    out: list[Path] = []
+    for name in skill_names:
+        domain = name.partition("-")[0]
+        path = _ENVIRONMENTS / domain / BIN_DIR
+        if domain.isidentifier() and path not in out and path.is_dir():
+            out.append(path)
+    return out
+
+
+def prepend_path(dirs: Sequence[Path | str], path: str | None) -> str:
+    """``path`` (a PATH value; None/empty: ``os.defpath``) with ``dirs`` first, each once."""
+    first = [str(d) for d in dirs]
+    rest = [p for p in (path or os.defpath).split(os.pathsep) if p and p not in first]
+    return os.pathsep.join([*first, *rest])
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,34 @@
 """Call a claw tool from bash (stdlib only, starts fast): used by oracle ``solve.sh`` scripts
-and by harnesses that only have a shell.
+and by harnesses that only have a shell (the SKILL.md files teach it).
 
-    python3 -m environments.claw.call TOOL_NAME '<json args>'      # or '-' to read stdin
-    python3 -m environments.claw.call --list                       # tools hosted at CLAW_URL
+    claw-call TOOL_NAME '<json args>'      # or '-' to read stdin
+    claw-call --list                       # tools hosted at CLAW_URL
+    python3 -m environments.claw.call ...  # the same, where the package is importable
 
 Tool ``<service>_<action>`` is ``POST $CLAW_URL/<service>/<action>`` (CLAW_URL defaults to
 ``http://127.0.0.1:$PORT``, PORT to 8790). Prints the JSON response on stdout. Exit status:
 0 success, 1 the service rejected the call (its error JSON is printed), 2 usage error or
 services unreachable.
+
+Why a ``claw-call`` command and not only the module form: ``python3 -m environments.claw.call``
+resolves only while ``PYTHONPATH`` names the package root (the runner and the claw-base image
+set it), and a harness's shell tool may sanitise its environment: OpenClaw's ``exec`` strips
+``PYTHONPATH`` (its host-env security policy; it keeps the inherited ``PATH``), so every claw
+tool call failed there with "No module named 'environments'". ``environments/claw/bin/claw-call``
+is a tiny ``#!/usr/bin/env python3`` script that finds the package from its own real location
+(symlinks followed) and runs :func:`main` of this module: it needs nothing from the environment
+but ``python3`` on PATH (any python3 works: this module is stdlib-only), and it exposes nothing
+the package root on PYTHONPATH did not already (the agent could read the package there before;
+tests/ and the verifier's files are not in it). Its folder reaches every harness without
+touching the runner: ``Harness.plan`` puts ``environments/<domain>/bin`` of the task's skills
+first on the harness's PATH (``environments.domain.skill_bin_dirs``) and, for login shells
+whose /etc/profile resets PATH (Codex runs ``bash -lc``), in the scratch HOME's ``.profile``,
+whatever backend runs the checkout (bubblewrap, docker, kubernetes: the repo is mounted, the
+path is derived from it); the self-contained claw-base image also links it as
+``/usr/local/bin/claw-call`` (``environments.claw.docker``), on every default PATH. The module
+form keeps working where PYTHONPATH is set (solve.sh scripts). A console-script entry point was not
+used: its shebang pins the venv interpreter's absolute path at install time, which is not
+where backends mount the runtime, and it needs a reinstall of every checkout.
 """
 
 from __future__ import annotations
@@ -19,7 +40,9 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-USAGE = "usage: python3 -m environments.claw.call TOOL_NAME '<json args>' | --list"
+#: The command the SKILL.md files and the oracle teacher use (environments/claw/bin/claw-call).
+COMMAND = "claw-call"
+USAGE = f"usage: {COMMAND} TOOL_NAME '<json args>' | --list"
 
 
 def base_url() -> str:

@@ -6,6 +6,8 @@ docker backend resolves through its alias table (and builds locally):
 - ``openforge/claw-base:bookworm`` — :func:`base_dockerfile`, built with the repository root
   as context: Debian bookworm + python3 venv with the service deps + ``environments/`` at
   ``/opt/openforge/src`` (so ``python3 -m environments.claw.serve|call`` and the runner work),
+  the tool-call CLI linked as ``/usr/local/bin/claw-call`` (:data:`CLAW_CALL`: on the default
+  PATH, so it resolves in any shell, whatever the shell strips from the environment),
   and an ENTRYPOINT (``environments/claw/entrypoint.sh``) that starts the task's services
   outside our sandboxes, so a claw task runs as-is in Harbor (``harbor run``). Our docker
   backend does not need it (it maps the name onto its plain base image and mounts our
@@ -34,6 +36,10 @@ TOOLS_DIR = "/opt/openforge-tools"
 CLAW_PORT = 8790
 #: The claw-base image's ENTRYPOINT (this repo's environments/claw/entrypoint.sh, copied in).
 ENTRYPOINT = "/opt/openforge/src/environments/claw/entrypoint.sh"
+#: The tool-call CLI in the claw-base image (a link to environments/claw/bin/claw-call, which
+#: finds the package from its own real path: it needs no PYTHONPATH; environments/claw/call.py).
+CLAW_CALL = "/usr/local/bin/claw-call"
+CLAW_CALL_SOURCE = "/opt/openforge/src/environments/claw/bin/claw-call"
 _REPO = Path(__file__).resolve().parents[2]
 
 #: Python packages the services and the in-sandbox runner need inside the image.
@@ -85,6 +91,7 @@ def base_dockerfile(base: str = DEBIAN_IMAGE, *, ca_bundle: bool = False) -> str
         f"{install}"
         "COPY openforge/ /opt/openforge/src/openforge/\n"
         "COPY environments/ /opt/openforge/src/environments/\n"
+        f"RUN chmod 0755 {CLAW_CALL_SOURCE} && ln -sf {CLAW_CALL_SOURCE} {CLAW_CALL}\n"
         "ENV PATH=/opt/openforge/venv/bin:$PATH PYTHONPATH=/opt/openforge/src PYTHONDONTWRITEBYTECODE=1\n"
         "WORKDIR /app\n"
         f'ENTRYPOINT ["/bin/sh", "{ENTRYPOINT}"]\n'

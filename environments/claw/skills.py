@@ -1,5 +1,6 @@
 """SKILL.md files for harnesses that cannot register custom tools (Codex, OpenClaw): one
-per service, explaining how to call each of its tools from bash with the call CLI.
+per service, explaining how to call each of its tools from bash with the call CLI
+(``claw-call``: on every harness's PATH, see environments/claw/call.py).
 
     python -m environments.claw.skills --services gmail,kb --out DIR   # DIR/claw-<svc>/SKILL.md
 """
@@ -12,10 +13,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from environments.claw.call import COMMAND
 from environments.claw.services import get_spec, parse_services
 from environments.claw.tools import input_schema
 
-CALL = "python3 -m environments.claw.call"
+CALL = COMMAND
 
 
 def _example_value(name: str, prop: dict[str, Any]) -> Any:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shlex
 import stat
 import sys
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from environments.domain import prepend_path, skill_bin_dirs
 from environments.harnesses.binaries import find_binary
 
 log = logging.getLogger(__name__)
@@ -167,7 +169,10 @@ class Harness:
 
     def plan(self, ctx: HarnessContext) -> LaunchPlan:
         """Write config + skill files and return the process to launch (and note where this
-        run's output will start in the agent log: ``ctx.agent_log_start``)."""
+        run's output will start in the agent log: ``ctx.agent_log_start``). The folders of the
+        commands the skills name (``environments/<domain>/bin``: ``claw-call``) come first on
+        its PATH (:func:`environments.domain.skill_bin_dirs`), also in its login shells
+        (:func:`write_login_profile`)."""
         ctx.agent_log_start = _regular_file_size(ctx.logs_dir / AGENT_LOG_FILE)
         written: list[Path] = []
         skills_at = self.skills_dir(ctx)
@@ -179,7 +184,37 @@ class Harness:
             written.append(path)
         argv = self.command(ctx)
         env = {"HOME": str(ctx.home), **ctx.env, **self.env(ctx)}
+        bins = skill_bin_dirs(ctx.skills)
+        if bins:  # the commands the skills name (claw-call) resolve whatever the shell tool strips
+            env["PATH"] = prepend_path(bins, env.get("PATH") or os.environ.get("PATH"))
+            written += write_login_profile(Path(env.get("HOME") or ctx.home), ctx.home, bins)
         return LaunchPlan(argv=argv, env=env, cwd=ctx.workspace, files=written)
+
+
+#: What :func:`write_login_profile` writes: the dirs first on PATH, each once (POSIX sh).
+_PROFILE = """# OpenForge: the commands this task's SKILL.md files name (claw-call) for login shells,
+# whose /etc/profile resets PATH (Codex runs its commands with bash -lc).
+for _openforge_dir in {dirs}; do
+  case ":$PATH:" in *":$_openforge_dir:"*) ;; *) PATH="$_openforge_dir:$PATH" ;; esac
+done
+unset _openforge_dir
+export PATH
+"""
+
+
+def write_login_profile(home: Path, scratch: Path, dirs: list[Path]) -> list[Path]:
+    """``home/.profile`` putting ``dirs`` first on PATH: a login shell (``bash -lc``, ``sh -l``)
+    resets PATH in /etc/profile and then reads it, so a harness whose shell tool is one (Codex)
+    still finds the skills' commands. Written only into the rollout's scratch HOME (``home`` is
+    ``scratch`` or under it) and only when the harness brought no ``.profile`` of its own."""
+    home = home.resolve()
+    scratch = scratch.resolve()
+    profile = home / ".profile"
+    if not dirs or (home != scratch and scratch not in home.parents) or profile.exists() or profile.is_symlink():
+        return []
+    home.mkdir(parents=True, exist_ok=True)
+    profile.write_text(_PROFILE.format(dirs=" ".join(shlex.quote(str(d)) for d in dirs)), encoding="utf-8")
+    return [profile]
 
 
 def _regular_file_size(path: Path) -> int:

@@ -10,12 +10,13 @@ re-tokenization. It implements :class:`training.engines.base.ChatEngine`.
 
 A harness that offers no tool of the task but one shell tool (a function with a required
 string ``command``, e.g. mini-swe-agent's ``bash``) gets each step as that tool's call: the
-skill CLI invocation the task's SKILL.md files teach (``python3 -m environments.claw.call
-TOOL '<json>'``). When the harness's prompt names a submit command (`` `echo SENTINEL` ``,
-e.g. mini's ``COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT``), the final reply is delivered the way
-that harness ends an episode: a shell call printing the sentinel, then the reply
-(``echo SENTINEL && printf '%s\\n' '<reply>'``: mini takes the lines after the sentinel
-as the submission); without one, the final reply is plain text as for native tools.
+skill CLI invocation the task's SKILL.md files teach (``claw-call TOOL '<json>'``: a command
+on every harness's PATH, so it works where the shell tool strips ``PYTHONPATH``; see
+environments/claw/call.py). When the harness's prompt names a submit command
+(`` `echo SENTINEL` ``, e.g. mini's ``COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT``), the final
+reply is delivered the way that harness ends an episode: a shell call printing the sentinel,
+then the reply (``echo SENTINEL && printf '%s\\n' '<reply>'``: mini takes the lines after the
+sentinel as the submission); without one, the final reply is plain text as for native tools.
 """
 
 from __future__ import annotations
@@ -43,12 +44,16 @@ class PlanStep:
     final: str | None = None
 
 
-_WRAPPER_RE = re.compile(r"^\s*(?:function\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*\(\)\s*\{.*environments\.claw\.call")
+_WRAPPER_RE = re.compile(
+    r"^\s*(?:function\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*\(\)\s*\{.*(?:environments\.claw\.call|claw-call)")
+#: The call CLI's spellings: the ``claw-call`` command, or the module run by a python.
+_CALL_FORMS = (["claw-call"], ["python3", "-m", "environments.claw.call"], ["python", "-m", "environments.claw.call"])
 
 
 def parse_oracle_plan(solve_sh: str) -> list[PlanStep]:
-    """The tool calls of an oracle script: ``python3 -m environments.claw.call TOOL '<json>'``
-    lines, directly or through a shell function wrapping that command (``claw``, ``call``).
+    """The tool calls of an oracle script: ``claw-call TOOL '<json>'`` (or ``python3 -m
+    environments.claw.call TOOL '<json>'``) lines, directly or through a shell function wrapping
+    that command (``claw``, ``call``).
     Other lines (comments, ``set``, file writes) are not tool calls and are skipped."""
     lines = solve_sh.splitlines()
     wrappers = {m.group(1) for line in lines if (m := _WRAPPER_RE.match(line))}
@@ -60,8 +65,9 @@ def parse_oracle_plan(solve_sh: str) -> list[PlanStep]:
             words = shlex.split(line, comments=True)
         except ValueError:
             continue
-        if words[:3] in (["python3", "-m", "environments.claw.call"], ["python", "-m", "environments.claw.call"]):
-            words = words[2:]
+        form = next((f for f in _CALL_FORMS if words[:len(f)] == f), None)
+        if form is not None:
+            words = words[len(form) - 1:]
         elif not words or words[0] not in wrappers:
             continue
         if len(words) < 2 or words[1].startswith("-"):

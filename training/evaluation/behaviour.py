@@ -41,7 +41,12 @@ def _is_read(tool: str, arguments: Any) -> bool:
     name = tool.lower()
     if name in ("bash", "exec_command", "shell"):
         cmd = str(arguments.get("command", arguments.get("cmd", "")) if isinstance(arguments, dict) else arguments)
-        return any(cmd.strip().startswith(w) for w in ("cat", "ls", "grep", "head", "tail", "python -m environments.claw.call get", "curl"))
+        words = cmd.split()
+        for form in (["claw-call"], ["python3", "-m", "environments.claw.call"],
+                     ["python", "-m", "environments.claw.call"]):
+            if words[:len(form)] == form and len(words) > len(form):  # a claw tool call: by the tool's name
+                return _is_read(words[len(form)], {})
+        return any(cmd.strip().startswith(w) for w in ("cat", "ls", "grep", "head", "tail", "curl"))
     return any(w in name for w in _READ_WORDS)
 
 

@@ -136,3 +136,94 @@ def test_call_cli_needs_only_the_stdlib(server):
                          env=_env(CLAW_URL=server.url), capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["result"]["article"]["title"] == "Reset links"
+
+
+CLAW_CALL = ROOT / "environments" / "claw" / "bin" / "claw-call"
+
+
+def _sanitised_env(**extra: str) -> dict[str, str]:
+    """What a harness's shell tool may leave (OpenClaw's exec strips PYTHONPATH): no
+    PYTHONPATH and no venv; a system PATH plus the folder Harness.plan puts first."""
+    env = {k: v for k, v in _env(**extra).items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    env["PATH"] = f"{CLAW_CALL.parent}{os.pathsep}/usr/local/bin:/usr/bin:/bin"
+    return env
+
+
+def test_claw_call_works_without_pythonpath(server, tmp_path):
+    """The SKILL.md command resolves where the shell drops PYTHONPATH: ``claw-call`` on PATH
+    finds the package from its own location, run from any cwd and through a symlink (the
+    claw-base image links it into /usr/local/bin). The module form does not (the bug)."""
+    if not any(Path(d, "python3").exists() for d in ("/usr/local/bin", "/usr/bin", "/bin")):
+        pytest.skip("no system python3")
+    env = _sanitised_env(CLAW_URL=server.url)
+    out = subprocess.run(["bash", "-c", "claw-call kb_get_article '{\"id\": \"KB-1\"}'"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["result"]["article"]["title"] == "Reset links"
+    out = subprocess.run(["bash", "-c", "claw-call --list"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0 and "kb_search: " in out.stdout, out.stderr
+    out = subprocess.run(["bash", "-c", "claw-call kb_get_article '{\"id\": \"KB-404\"}'"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1 and json.loads(out.stdout)["error"]["type"] == "not_found"
+    link = tmp_path / "bin" / "claw-call"
+    link.parent.mkdir()
+    link.symlink_to(CLAW_CALL)
+    out = subprocess.run([str(link), "kb_get_article", '{"id": "KB-1"}'], cwd=tmp_path,
+                         env={**env, "PATH": "/usr/local/bin:/usr/bin:/bin"}, capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0 and json.loads(out.stdout)["result"]["article"]["id"] == "KB-1", out.stderr
+    old = subprocess.run(["bash", "-c", "python3 -m environments.claw.call kb_get_article '{\"id\": \"KB-1\"}'"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert old.returncode != 0 and "No module named 'environments'" in old.stderr
+
+
+def test_every_harness_gets_the_skill_cli_on_path(tmp_path):
+    """Harness.plan puts environments/claw/bin first on the launched harness's PATH when the
+    task has claw skills, also for an adapter that sets PATH itself (OpenClaw: Node's bin)."""
+    from environments.domain_registry import skill_files
+    from environments.harnesses import HarnessContext, get_harness
+
+    for name in ("openclaw", "codex", "claude-code", "mini-swe-agent", "react", "oracle", "command"):
+        harness = get_harness(name)
+        for skills, expected in ((skill_files(["kb", "notes"]), True), ({}, False)):
+            home = tmp_path / name / str(expected)
+            (home / "sol").mkdir(parents=True)
+            (home / "sol" / "solve.sh").write_text("true\n")
+            ctx = HarnessContext(instruction="x", task_dir=tmp_path, workspace=tmp_path, logs_dir=home / "logs",
+                                 home=home, solution_dir=home / "sol", skills=skills,
+                                 options={"template": "true"} if name == "command" else {})
+            try:
+                plan = harness.plan(ctx)
+            except Exception as exc:  # noqa: BLE001 - a harness not installed here
+                if type(exc).__name__ != "HarnessMissing":
+                    raise
+                continue
+            path = plan.env.get("PATH", "").split(os.pathsep)
+            assert (path[0] == str(CLAW_CALL.parent)) is expected, (name, path[:3])
+            assert path.count(str(CLAW_CALL.parent)) == (1 if expected else 0)
+
+
+def test_login_shells_find_the_skill_cli(tmp_path):
+    """A login shell (Codex runs ``bash -lc``) resets PATH in /etc/profile, then reads the
+    scratch HOME's ``.profile`` that Harness.plan writes: claw-call resolves there too."""
+    from environments.domain_registry import skill_files
+    from environments.harnesses import HarnessContext, get_harness
+
+    home = tmp_path / "home"
+    ctx = HarnessContext(instruction="x", task_dir=tmp_path, workspace=tmp_path, logs_dir=tmp_path / "logs", home=home,
+                         skills=skill_files(["kb"]), options={"template": "true"})
+    plan = get_harness("command").plan(ctx)
+    assert home / ".profile" in plan.files
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin"}  # no PYTHONPATH; what /etc/profile leaves
+    out = subprocess.run(["bash", "-lc", "command -v claw-call"], env=env, capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == str(CLAW_CALL), out.stderr
+    out = subprocess.run(["bash", "-lc", ". ~/.profile; echo $PATH"], env=env, capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip().split(os.pathsep).count(str(CLAW_CALL.parent)) == 1  # idempotent
+    (home / ".profile").write_text("# the harness's own\n")
+    get_harness("command").plan(ctx)  # never overwritten, never written outside the scratch HOME
+    assert (home / ".profile").read_text() == "# the harness's own\n"
+    from environments.harnesses.base import write_login_profile
+
+    assert write_login_profile(tmp_path / "elsewhere", home, [CLAW_CALL.parent]) == []
+    assert not (tmp_path / "elsewhere" / ".profile").exists()

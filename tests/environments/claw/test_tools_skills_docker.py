@@ -73,7 +73,7 @@ def test_skill_md_documents_every_tool(tmp_path):
         assert text.startswith(f"---\nname: claw-{name}\ndescription: ")
         for action in get_spec(name).actions:
             assert f"## {name}_{action}" in text
-            assert f"python3 -m environments.claw.call {name}_{action} '" in text
+            assert f"\nclaw-call {name}_{action} '" in text  # the command on every harness's PATH
     paths = write_skills("gmail,kb", tmp_path)
     assert [p.relative_to(tmp_path).as_posix() for p in paths] == ["claw-gmail/SKILL.md", "claw-kb/SKILL.md"]
 
@@ -92,3 +92,6 @@ def test_dockerfile_template():
     assert harness_layers(["mini"]) == harness_layers(["mini-swe-agent"])
     base = base_dockerfile()
     assert base.splitlines()[2] == "FROM openforge/base:bookworm" and "COPY environments/" in base and "uvicorn" in base
+    # the skill CLI on the default PATH: resolves in shells that strip PYTHONPATH (OpenClaw's exec)
+    assert ("RUN chmod 0755 /opt/openforge/src/environments/claw/bin/claw-call && ln -sf "
+            "/opt/openforge/src/environments/claw/bin/claw-call /usr/local/bin/claw-call") in base.splitlines()

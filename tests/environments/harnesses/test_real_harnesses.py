@@ -103,9 +103,9 @@ CLAW_TASK = Path(__file__).resolve().parents[3] / "environments" / "claw" / "exa
 @pytest.mark.skipif(find_binary("codex") is None or not CLAW_TASK.is_dir(), reason="codex or claw example missing")
 async def test_codex_solves_a_claw_task_through_the_skill_cli(tmp_path: Path) -> None:
     sb = make_sandbox(CLAW_TASK, tmp_path / "sb")
-    reply = ('python3 -m environments.claw.call gmail_reply \'{"id": "m-101", "body": "Hi Dana, invoice INV-2041 '
+    reply = ('claw-call gmail_reply \'{"id": "m-101", "body": "Hi Dana, invoice INV-2041 '
              'totals USD 4,350.00 and is due on 2026-03-15. Best, Alex"}\'')
-    label = 'python3 -m environments.claw.call gmail_label \'{"id": "m-101", "add": ["Billing"]}\''
+    label = 'claw-call gmail_label \'{"id": "m-101", "add": ["Billing"]}\''
     with ScriptedResponses() as fake:
         fake.script(Turn.call("exec_command", {"cmd": reply}), Turn.call("exec_command", {"cmd": label}),
                     Turn.say("Replied and labelled."))
@@ -130,7 +130,7 @@ def lookup_task(tmp_path: Path) -> LookupTask:
 
     [task] = write_generated(tmp_path / "tasks", "contact-lookup", range(10_000, 10_001))
     call, answer = json.loads((task.path / "solution" / "plan.json").read_text())
-    search = f"python3 -m environments.claw.call {call['tool']} {shlex.quote(json.dumps(call['arguments']))}"
+    search = f"claw-call {call['tool']} {shlex.quote(json.dumps(call['arguments']))}"  # as the SKILL.md files teach
     return LookupTask(make_sandbox(task.path, tmp_path / "sb"), search, answer["final"])
 
 
@@ -171,10 +171,9 @@ async def test_openclaw_final_reply_passes_a_claw_tasks_answer_checks(tmp_path: 
                                       "--agent-timeout", "540"])
     assert len(fake.requests) == 2
     checks = assert_answered(run, task.sandbox, task.final)
-    # KNOWN GAP, not the final reply's: OpenClaw's exec tool drops PYTHONPATH from the command's
-    # env (its host-env security policy), so `python3 -m environments.claw.call` finds no
-    # `environments` module and the search never reaches the services: 0.6, not 1.0. This
-    # assertion fails (update it) once the adapter makes the skill CLI importable there.
+    # OpenClaw's exec strips PYTHONPATH from the command's env (its host-env security policy):
+    # `claw-call` (first on the inherited PATH, Harness.plan) needs none, so the search reaches
+    # the services and every check passes.
     tool_result = next(m for m in fake.requests[1]["messages"] if m.get("role") == "tool")["content"]
-    assert "No module named 'environments'" in tool_result, tool_result
-    assert checks == {**{name: False for name in SEARCH_CHECKS}, **ANSWER_CHECKS} and run.report.reward == 0.6, checks
+    assert '"contacts"' in tool_result and "No module named" not in tool_result, tool_result
+    assert checks == {**SEARCH_CHECKS, **ANSWER_CHECKS} and run.report.reward == 1.0, (checks, run.report)

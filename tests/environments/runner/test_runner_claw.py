@@ -56,6 +56,8 @@ async def test_harness_sees_claw_url_and_skills(tmp_path: Path) -> None:
     sb = make_sandbox(EXAMPLES / "claw-gmail-invoice-reply", tmp_path / "sb")
     script = ('bash -c \'echo "$CLAW_URL" > {workspace}/url.txt; '
               'python3 -m environments.claw.call gmail_search "{\\"query\\": \\"INV-2041\\"}" > {workspace}/search.json; '
+              # the SKILL.md command, in a shell that dropped PYTHONPATH (as OpenClaw's exec does)
+              'env -u PYTHONPATH claw-call gmail_read "{\\"id\\": \\"m-102\\"}" > {workspace}/read.json; '
               'cat {home}/skills/claw-gmail/SKILL.md > {workspace}/skill.md\'')
     opts = json.dumps({"template": script, "skills_dir": "{home}/skills"})
     run = await run_runner(sb, "command", extra=["--harness-options", opts])
@@ -63,6 +65,7 @@ async def test_harness_sees_claw_url_and_skills(tmp_path: Path) -> None:
     url = (sb.workspace / "url.txt").read_text().strip()
     assert url.startswith("http://127.0.0.1:")
     assert "m-102" in (sb.workspace / "search.json").read_text()
+    assert json.loads((sb.workspace / "read.json").read_text())["result"]["message"]["id"] == "m-102"
     assert "gmail_send" in (sb.workspace / "skill.md").read_text()
     async with httpx.AsyncClient(timeout=2) as client:
         with pytest.raises(httpx.HTTPError):

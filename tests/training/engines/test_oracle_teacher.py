@@ -32,6 +32,14 @@ def test_parse_plan_follows_wrappers_and_quoting() -> None:
     ]
 
 
+def test_parse_plan_reads_the_claw_call_command() -> None:
+    """The SKILL.md command (``claw-call``), directly and wrapped, as well as the module form."""
+    solve = ("set -e\nclaw() { claw-call \"$@\"; }\nclaw kb_search '{\"query\": \"a b\"}'\n"
+             "claw-call kb_get_article '{\"id\": \"KB-1\"}' >/dev/null\nclaw-call --list\n")
+    assert [(s.tool, s.arguments) for s in parse_oracle_plan(solve)] == [
+        ("kb_search", {"query": "a b"}), ("kb_get_article", {"id": "KB-1"})]
+
+
 def test_plan_json_takes_precedence(tmp_path: Path) -> None:
     (tmp_path / "solution").mkdir()
     (tmp_path / "solution" / "solve.sh").write_text(SOLVE)
@@ -114,7 +122,7 @@ def test_skill_command_round_trips_through_the_plan_parser() -> None:
 
     step = PlanStep("contacts_search", {"query": "O'Neil \"Jr\" $HOME `x`"})
     command = skill_command(step)
-    assert command.startswith("python3 -m environments.claw.call contacts_search '")
+    assert command.startswith("claw-call contacts_search '")
     assert parse_oracle_plan(command) == [step]  # the shell sees exactly the step's JSON
 
 

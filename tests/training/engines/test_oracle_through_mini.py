@@ -40,7 +40,7 @@ def test_oracle_teacher_through_real_mini_swe_agent_scores_1(tmp_path: Path) -> 
     assert {c["name"] for c in calls} == {"bash"}
     commands = [json.loads(c["arguments"])["command"] if isinstance(c["arguments"], str) else c["arguments"]["command"]
                 for c in calls]
-    assert any(cmd.startswith("python3 -m environments.claw.call contacts_search ") for cmd in commands), commands
+    assert any(cmd.startswith("claw-call contacts_search ") for cmd in commands), commands
     assert any(cmd.startswith("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && printf") for cmd in commands), commands
 
 

@@ -53,3 +53,13 @@ def test_capabilities_on_hand_built_trajectories(tmp_path: Path) -> None:
     assert [len(s.actions) for s in trajectory_steps(bad.calls)] == [1, 1, 1, 0]
     png = radar_png({"before": caps, "after": {k: 1.0 for k in caps}}, tmp_path / "radar.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_shell_claw_tool_call_reads_by_its_tool_name() -> None:
+    from training.evaluation.behaviour import _is_read
+
+    assert _is_read("bash", {"command": "claw-call contacts_search '{\"query\": \"x\"}'"})
+    assert not _is_read("exec_command", {"cmd": "claw-call gmail_send '{}'"})
+    assert _is_read("bash", {"command": "python3 -m environments.claw.call kb_get_article '{}'"})
+    assert not _is_read("bash", {"command": "python3 -m environments.claw.call notes_create '{}'"})
+    assert _is_read("bash", {"command": "cat notes.txt"}) and not _is_read("bash", {"command": "rm -rf x"})
