@@ -13,6 +13,7 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 #: The one launcher of any domain's services (``python -m environments.serve --services ...``):
 #: it asks the registry which domain hosts them and runs that domain's ``serve_module``.
@@ -58,6 +59,10 @@ class Domain:
     serve_module: str
     #: The SKILL.md text of one service, for harnesses that cannot register custom tools.
     skill_md: Callable[[str], str] | None = None
+    #: ``app_factory(services, fixtures_dir | None)`` → the ASGI app ``serve_module`` would serve
+    #: (raising on unknown services or bad fixtures): the runner then serves it on a thread of
+    #: its own (environments/service_host.py) instead of starting a second interpreter.
+    app_factory: Callable[[list[str], Path | None], Any] | None = None
 
     def hosts(self, services: Sequence[str]) -> bool:
         """True when ``services`` is not empty and every one of them is this domain's."""

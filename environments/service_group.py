@@ -1,11 +1,15 @@
-"""A task's mock services as one child process for the length of a rollout (the runner) or
-a probe (``environments.browser.probe``).
+"""A task's mock services for the length of a rollout (the runner) or a probe
+(``environments.browser.probe``): one child process, or — given the domain's ASGI app
+factory (``Domain.app_factory``) — a thread of this process (:mod:`environments.service_host`:
+the runner saves a second interpreter per rollout).
 
 ``task.toml [metadata] services`` names them; fixtures come from
 ``<task>/environment/fixtures``. One ``python -m environments.serve`` process (the domain
 registry picks the domain's launcher: claw services, browser sites) hosts them all on a
 free port; we wait for its ready file (or ``CLAW_READY <url>`` line) and ``GET /healthz``,
 export ``CLAW_URL`` to the harness and the verifier, and kill its process group at the end.
+In a thread: the same ready file, log and ``GET /healthz`` within the timeout; a server
+that could not be built or that stops is a :class:`ServiceError` as an exited process is.
 """
 
 from __future__ import annotations
@@ -18,11 +22,10 @@ import time
 from pathlib import Path
 from typing import Self
 
-import httpx
-
 from environments.domain import SERVE_MODULE
-from environments.httpclient import ClientsByScheme
+from environments.httpclient import TransportError, request
 from environments.procs import spawn, stop_process, tail
+from environments.service_host import AppFactory, ServiceHost, ServiceHostError
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +43,7 @@ class ServiceGroup:
     """``async with ServiceGroup(...) as group: group.url``; always stopped on exit."""
 
     def __init__(self, services: list[str], fixtures: Path | None, *, python: str, env: dict[str, str],
-                 cwd: Path, log_path: Path, timeout: float = 60.0) -> None:
+                 cwd: Path, log_path: Path, timeout: float = 60.0, app_factory: AppFactory | None = None) -> None:
         self.services = services
         self.fixtures = fixtures
         self.python = python
@@ -50,38 +53,56 @@ class ServiceGroup:
         self.timeout = timeout
         self.url: str | None = None
         self.ready_file = log_path.with_name(log_path.stem + "-ready.json")
+        self.app_factory = app_factory
         self._proc: asyncio.subprocess.Process | None = None
+        self._host: ServiceHost | None = None
 
     def argv(self) -> list[str]:
         argv = [self.python, "-m", SERVE_MODULE, "--services", ",".join(self.services),
                 "--host", "127.0.0.1", "--port", "0", "--ready-file", str(self.ready_file)]
-        if self.fixtures is not None and self.fixtures.exists():
-            argv += ["--fixtures", str(self.fixtures)]
+        if (fixtures := self._fixtures()) is not None:
+            argv += ["--fixtures", str(fixtures)]
         return argv
+
+    def _fixtures(self) -> Path | None:
+        return self.fixtures if self.fixtures is not None and self.fixtures.exists() else None
+
+    def _ended(self) -> str | None:
+        """Why the services ended before they were healthy (None while they run)."""
+        if self._host is not None:
+            return None if self._host.running else f"stopped: {self._host.failure or 'the server ended'}"
+        if self._proc is not None and self._proc.returncode is not None:
+            return f"exited with code {self._proc.returncode}"
+        return None
 
     async def start(self) -> str:
         self.ready_file.unlink(missing_ok=True)
-        self._proc = await spawn(self.argv(), env=self.env, cwd=self.cwd, log_path=self.log_path)
         deadline = time.monotonic() + self.timeout
-        clients = ClientsByScheme(timeout=2.0)  # the services' URL is plain http: no TLS context to load
-        try:
-            while time.monotonic() < deadline:
-                if self._proc.returncode is not None:
-                    raise ServiceError(f"services {','.join(self.services)} exited with code "
-                                       f"{self._proc.returncode}: {tail(self.log_path, 600).strip()}")
-                if self.url is None:
-                    self.url = self._ready_url()
-                if self.url is not None:
-                    try:
-                        resp = await clients.for_url(self.url).get(f"{self.url}/healthz")
-                        if resp.status_code == 200:
-                            log.info("services %s healthy at %s", self.services, self.url)
-                            return self.url
-                    except httpx.HTTPError:
-                        pass
-                await asyncio.sleep(READY_POLL_S)
-        finally:
-            await clients.aclose()
+        if self.app_factory is not None:
+            self._host = ServiceHost(self.app_factory, self.services, self._fixtures(), log_path=self.log_path,
+                                     ready_file=self.ready_file)
+            try:
+                self._host.start()  # the URL comes from the ready file, as from the process
+            except ServiceHostError as exc:
+                self._host = None
+                raise ServiceError(f"services {','.join(self.services)} could not start: {exc}") from None
+        else:
+            self._proc = await spawn(self.argv(), env=self.env, cwd=self.cwd, log_path=self.log_path)
+        while time.monotonic() < deadline:
+            if (ended := self._ended()) is not None:
+                raise ServiceError(f"services {','.join(self.services)} {ended}: "
+                                   f"{tail(self.log_path, 600).strip()}")
+            if self.url is None:
+                self.url = self._ready_url()
+            if self.url is not None:
+                try:
+                    resp = await request("GET", f"{self.url}/healthz", timeout=2.0)
+                    if resp.status_code == 200:
+                        log.info("services %s healthy at %s", self.services, self.url)
+                        return self.url
+                except TransportError:
+                    pass
+            await asyncio.sleep(READY_POLL_S)
         raise ServiceError(f"services {','.join(self.services)} not healthy after {self.timeout:.0f}s: "
                            f"{tail(self.log_path, 600).strip()}")
 
@@ -97,6 +118,9 @@ class ServiceGroup:
         return found[-1].rstrip("/") if found else None
 
     async def stop(self) -> None:
+        if self._host is not None:
+            await self._host.stop(grace=2.0)
+            self._host = None
         if self._proc is not None:
             await stop_process(self._proc, grace=2.0)
             self._proc = None

@@ -13,9 +13,7 @@ import os
 from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit, urlunsplit
 
-import httpx
-
-from environments.httpclient import async_client
+from environments.httpclient import TransportError, request
 from environments.records import RunnerReport
 
 log = logging.getLogger(__name__)
@@ -46,19 +44,18 @@ async def _post(what: str, url: str, body: dict, headers: dict[str, str], *, att
                 backoff: float) -> bool:
     """POST ``body`` with retries on connection errors, 5xx and 429; True on 2xx, False on
     any other 4xx (retrying cannot help) or when the attempts run out."""
-    async with async_client(url, timeout=timeout) as client:
-        for attempt in range(1, attempts + 1):
-            try:
-                resp = await client.post(url, json=body, headers=headers)
-                if resp.is_success:
-                    return True
-                log.warning("%s %s → HTTP %d: %s", what, url, resp.status_code, resp.text[:200])
-                if 400 <= resp.status_code < 500 and resp.status_code != 429:
-                    return False
-            except httpx.HTTPError as exc:
-                log.warning("%s %s failed (attempt %d/%d): %s", what, url, attempt, attempts, exc)
-            if attempt < attempts:
-                await asyncio.sleep(backoff * 2 ** (attempt - 1))
+    for attempt in range(1, attempts + 1):
+        try:
+            resp = await request("POST", url, json=body, headers=headers, timeout=timeout)
+            if resp.is_success:
+                return True
+            log.warning("%s %s → HTTP %d: %s", what, url, resp.status_code, resp.text[:200])
+            if 400 <= resp.status_code < 500 and resp.status_code != 429:
+                return False
+        except TransportError as exc:
+            log.warning("%s %s failed (attempt %d/%d): %s", what, url, attempt, attempts, exc)
+        if attempt < attempts:
+            await asyncio.sleep(backoff * 2 ** (attempt - 1))
     return False
 
 
@@ -85,9 +82,9 @@ def engine_clock(base_url: str | None, token: str | None, *, timeout: float = 5.
     url = finish_url(base_url, token, "engine-time")
 
     async def engine_seconds() -> float:
-        async with async_client(url, timeout=timeout) as client:
-            resp = await client.get(url, headers={"Authorization": f"Bearer {token}"})
-            resp.raise_for_status()
-            return float(resp.json()["engine_seconds"])
+        resp = await request("GET", url, headers={"Authorization": f"Bearer {token}"}, timeout=timeout)
+        if not resp.is_success:
+            raise TransportError(f"HTTP {resp.status_code} from {url}")
+        return float(resp.json()["engine_seconds"])
 
     return engine_seconds

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from environments.domain_registry import skill_files
+from environments.domain_registry import UnknownServices, domain_for, skill_files
 from environments.harnesses import (
     OUTCOME_FILE,
     SERVICES_URL_ENV,
@@ -42,6 +42,7 @@ from environments.runner.options import RunnerOptions
 from environments.runner.users import SandboxUser, UserError, resolve_user
 from environments.runner.verifier import run_verifier, wait_for_tests
 from environments.service_group import ServiceError, ServiceGroup
+from environments.service_host import AppFactory
 from environments.taskdir import envvars
 from environments.taskdir.model import TaskConfig, normalize_raw
 from environments.verifiers.reward_files import VerifierError
@@ -148,7 +149,8 @@ async def run_rollout(opts: RunnerOptions, emit: Callable[[str], None] = _print_
             t = time.monotonic()
             fixtures = opts.task_dir / "environment" / "fixtures"
             group = ServiceGroup(services, fixtures, python=sys.executable, env=env, cwd=opts.workspace,
-                                 log_path=opts.logs_dir / "services.log", timeout=opts.service_timeout)
+                                 log_path=opts.logs_dir / "services.log", timeout=opts.service_timeout,
+                                 app_factory=_app_factory(services))
             try:
                 services_url = await group.start()
             except ServiceError as exc:
@@ -315,6 +317,15 @@ async def run_rollout(opts: RunnerOptions, emit: Callable[[str], None] = _print_
         timings["total"] = round(time.monotonic() - start, 3)
         report.timings = timings
     return report
+
+
+def _app_factory(services: list[str]) -> AppFactory | None:
+    """The ASGI app factory of the domain hosting ``services`` (served on a thread of the
+    runner), or None: the launcher process (which also reports services no domain hosts)."""
+    try:
+        return domain_for(services).app_factory
+    except UnknownServices:
+        return None
 
 
 async def _wait_for(path: Path, timeout: float = WAIT_FOR_TIMEOUT_S) -> float:

@@ -42,13 +42,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from environments.harnesses.registry import ADAPTER_MODULES
 from training.orchestrator.runtime import REPO_ROOT
 
 RUNTIME_DIR = "/opt/openforge"
 RUNTIME_REPO = "openforge-runtime"
-#: Runner-side modules whose imports decide what a slim runtime keeps.
+#: Runner-side modules whose imports decide what a slim runtime keeps: the runner, every
+#: harness adapter (the registry imports only the one asked for), the react loop, the claw
+#: services' ASGI stack (served in the runner's process) and httpx (what the runner loaded
+#: before it spoke stdlib HTTP, kept for verifiers such as the LLM judge).
 RUNNER_MODULES = ("environments.runner.__main__", "environments.harnesses.registry",
-                  "environments.harnesses.react.loop")
+                  *(f"environments.harnesses.adapters.{m}" for m in ADAPTER_MODULES),
+                  "environments.harnesses.react.loop", "environments.claw.app", "uvicorn", "httpx")
 #: The GUI harnesses and what they import only when they run (Pillow's X grab, Playwright):
 #: kept when installed (the ``gui`` extra), so a slim runtime serves GUI rollouts too.
 GUI_MODULES = ("environments.harnesses.computer_use.loop", "environments.harnesses.browser_use.loop",

@@ -8,6 +8,11 @@ Each ``--listen``/``--unix`` pair is one relay (the fake kubelet relays the prox
 control endpoint of a pod). The listening sockets are bound before the fork, so the ports
 are ready when CMD starts. The relay child dies with its parent (PR_SET_PDEATHSIG) and with
 the sandbox's PID namespace.
+
+When CMD is ``<this interpreter> -P -m MODULE ARGS...`` (the runner, as every backend starts
+it), MODULE runs in this process (``runpy``, as ``-m`` does) instead of a fresh interpreter:
+the same process, flags and environment, without a second interpreter start and a second
+import of asyncio (about 55 ms of CPU per rollout). Any other CMD is exec'd.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import os
+import runpy
 import signal
 import socket
 import sys
@@ -94,8 +100,25 @@ def main(argv: list[str]) -> int:
             os._exit(0)
     for sock, _ in pairs:
         sock.close()
+    module = same_interpreter_module(cmd)
+    if module is not None:
+        sys.argv = [cmd[0], *cmd[4:]]  # runpy puts the module's path first, as -m does
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+        return 0
     os.execvp(cmd[0], cmd)
     return 127  # not reached
+
+
+def same_interpreter_module(cmd: list[str]) -> str | None:
+    """MODULE when ``cmd`` is ``<this interpreter> -P -m MODULE ...`` run with the same
+    flags this process has (``-P`` only); else None (the command is exec'd)."""
+    if len(cmd) < 4 or cmd[1:3] != ["-P", "-m"] or not sys.flags.safe_path:
+        return None
+    if os.path.abspath(cmd[0]) != os.path.abspath(sys.executable):
+        return None
+    if sys.flags.isolated or sys.flags.no_site or sys.flags.ignore_environment or sys.flags.optimize:
+        return None
+    return cmd[3]
 
 
 if __name__ == "__main__":

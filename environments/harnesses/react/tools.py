@@ -14,14 +14,14 @@ import signal
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from environments.harnesses.base import load_tools_file  # noqa: F401 - re-exported
-from environments.httpclient import ClientsByScheme
+from environments.httpclient import TransportError, request
 
 log = logging.getLogger(__name__)
 
 MAX_OBSERVATION = 12_000
+#: Per-operation timeout of a service tool call.
+SERVICE_TIMEOUT_S = 60.0
 
 BUILTIN_TOOLS: list[dict[str, Any]] = [
     {"name": "bash", "description": "Run a bash command in the workspace; returns exit code and output.",
@@ -55,10 +55,9 @@ class ToolBox:
         names = {t["name"] for t in BUILTIN_TOOLS}
         self.task_tools = {t["name"]: t for t in task_tools if t["name"] not in names}
         self.specs = (BUILTIN_TOOLS if builtin else []) + list(self.task_tools.values())
-        self._http = ClientsByScheme(timeout=60.0)  # made on the first service call
 
     async def aclose(self) -> None:
-        await self._http.aclose()
+        """Nothing held open (each service call is its own request); kept for the loop."""
 
     def openai_tools(self) -> list[dict[str, Any]]:
         return [{"type": "function", "function": {
@@ -131,9 +130,9 @@ class ToolBox:
             return f"Error: the service for {tool['name']} is not running (no services URL)"
         url = path if path.startswith("http") else base.rstrip("/") + path
         try:
-            resp = await self._http.for_url(url).request(method, url, json=args if method != "GET" else None,
-                                                         params=args if method == "GET" else None)
-        except httpx.HTTPError as exc:
+            resp = await request(method, url, json=args if method != "GET" else None,
+                                 params=args if method == "GET" else None, timeout=SERVICE_TIMEOUT_S)
+        except TransportError as exc:
             return f"Error: could not reach the service for {tool['name']}: {exc}"
         body = resp.text
         prefix = "" if resp.is_success else f"Error (HTTP {resp.status_code}): "

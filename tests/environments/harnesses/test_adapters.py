@@ -159,3 +159,9 @@ def test_react_plan_writes_tools_and_instruction(ctx: HarnessContext) -> None:
     assert plan.argv[1:3] == ["-m", "environments.harnesses.react"]
     assert plan.argv[plan.argv.index("--mode") + 1] == "text"
     assert plan.env["OPENAI_API_KEY"] == "tok"
+
+
+def test_every_registered_name_is_its_adapters_own_name() -> None:
+    for name in harness_names():
+        assert get_harness(name).name == name
+        assert get_harness(name) is get_harness(name)

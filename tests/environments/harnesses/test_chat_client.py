@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
+from typing import Any
 
-import httpx
 import pytest
 
 from environments.harnesses.react import chat_client
@@ -14,20 +15,25 @@ from environments.harnesses.react.chat_client import (
     ConnectionFailed,
     StatusError,
 )
+from environments.httpclient import Response, TransportError
 
 REPLY = {"choices": [{"index": 0, "message": {"role": "assistant", "content": None, "tool_calls": [
     {"id": "call_1", "type": "function", "function": {"name": "contacts_search", "arguments": '{"query": "Ada"}'}}]}}]}
 
 
-def _run(handler, max_retries: int = 2):
-    calls: list[httpx.Request] = []
+def _json(status: int, body: Any, headers: dict[str, str] | None = None) -> Response:
+    return Response(status, json.dumps(body).encode(), headers or {})
 
-    def record(request: httpx.Request) -> httpx.Response:
-        calls.append(request)
+
+def _run(handler, max_retries: int = 2):
+    calls: list[dict[str, Any]] = []
+
+    async def send(method: str, url: str, **kwargs: Any) -> Response:
+        calls.append({"method": method, "url": url, **kwargs})
         return handler(len(calls))
 
     async def go():
-        client = ChatClient("http://engine/v1/", "tok", max_retries=max_retries, transport=httpx.MockTransport(record))
+        client = ChatClient("http://engine/v1/", "tok", max_retries=max_retries, send=send)
         try:
             return await client.create({"model": "policy", "messages": []})
         finally:
@@ -42,9 +48,10 @@ def _no_sleep(monkeypatch):
 
 
 def test_a_429_then_a_reply_is_retried_and_the_tool_call_read():
-    messages, calls = _run(lambda n: httpx.Response(429, headers={"retry-after": "0"}) if n == 1 else httpx.Response(200, json=REPLY))
-    assert len(calls) == 2 and str(calls[0].url) == "http://engine/v1/chat/completions"
-    assert calls[0].headers["authorization"] == "Bearer tok"
+    messages, calls = _run(lambda n: Response(429, b"", {"retry-after": "0"}) if n == 1 else _json(200, REPLY))
+    assert len(calls) == 2 and calls[0]["method"] == "POST" and calls[0]["url"] == "http://engine/v1/chat/completions"
+    assert calls[0]["headers"]["Authorization"] == "Bearer tok" and calls[0]["timeout"] == 600.0
+    assert calls[0]["json"] == {"model": "policy", "messages": []}
     (message,) = messages
     assert message.content is None
     assert [(c.id, c.name, c.arguments) for c in message.tool_calls] == [("call_1", "contacts_search", '{"query": "Ada"}')]
@@ -53,7 +60,7 @@ def test_a_429_then_a_reply_is_retried_and_the_tool_call_read():
 
 def test_a_400_is_raised_at_once_with_the_body():
     with pytest.raises(BadRequest, match="maximum context length") as info:
-        _run(lambda n: httpx.Response(400, json={"error": {"message": "maximum context length is 8192"}}))
+        _run(lambda n: _json(400, {"error": {"message": "maximum context length is 8192"}}))
     assert info.value.status == 400
 
 
@@ -62,7 +69,7 @@ def test_5xx_past_the_retries_is_a_status_error():
 
     def handler(n):
         calls_seen.append(n)
-        return httpx.Response(503, text="overloaded")
+        return Response(503, b"overloaded")
 
     with pytest.raises(StatusError) as info:
         _run(handler, max_retries=2)
@@ -72,7 +79,12 @@ def test_5xx_past_the_retries_is_a_status_error():
 
 def test_an_unreachable_endpoint_is_connection_failed():
     def handler(n):
-        raise httpx.ConnectError("refused")
+        raise TransportError("ConnectionRefusedError: refused")
 
     with pytest.raises(ConnectionFailed, match="refused"):
         _run(handler, max_retries=1)
+
+
+def test_a_reply_that_is_not_json_is_a_chat_error():
+    with pytest.raises(chat_client.ChatError, match="not JSON"):
+        _run(lambda n: Response(200, b"<html>"))
