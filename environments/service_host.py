@@ -40,6 +40,25 @@ class ServiceHostError(RuntimeError):
     """The app could not be built or served (the runner's ``infra_error/service_failed``)."""
 
 
+#: Loggers the services' records come from besides the app's own (which reach the root).
+_SERVER_LOGGERS = ("uvicorn.error", "uvicorn.asgi")
+
+
+def _log_targets() -> list[logging.Logger]:
+    """Where the services' handler goes so that each of their records reaches it once: the
+    root, and for a server logger whose records stop short of the root (a process whose
+    logging config sets ``propagate = False`` on ``uvicorn``, as Prefect's does), the last
+    logger they do reach."""
+    targets = [logging.getLogger()]
+    for name in _SERVER_LOGGERS:
+        logger = logging.getLogger(name)
+        while logger.propagate and logger.parent is not None:
+            logger = logger.parent
+        if logger not in targets:
+            targets.append(logger)
+    return targets
+
+
 class _ThreadRecords(logging.Filter):
     """Only the log records emitted on one thread (the services')."""
 
@@ -67,6 +86,7 @@ class ServiceHost:
         self._server: Any = None
         self._thread: threading.Thread | None = None
         self._handler: logging.Handler | None = None
+        self._log_targets: list[logging.Logger] = []
         self._done = threading.Event()
 
     @property
@@ -106,7 +126,9 @@ class ServiceHost:
         handler.setLevel(logging.WARNING)
         handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
         handler.addFilter(_ThreadRecords(thread_name))
-        logging.getLogger().addHandler(handler)
+        self._log_targets = _log_targets()
+        for target in self._log_targets:
+            target.addHandler(handler)
         self._handler = handler
 
     async def _ended(self, timeout: float) -> bool:
@@ -161,6 +183,7 @@ class ServiceHost:
                 log.warning("services %s: the server thread did not end (a handler still running); "
                             "it ends with the runner", ",".join(self.services))
         if self._handler is not None:
-            logging.getLogger().removeHandler(self._handler)
+            for target in self._log_targets:
+                target.removeHandler(self._handler)
             self._handler.close()
             self._handler = None

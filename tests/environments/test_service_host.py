@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import sys
 import time
 from pathlib import Path
@@ -77,6 +78,27 @@ async def test_a_handler_that_raises_answers_500_and_the_services_stay_up(tmp_pa
         assert "boom" in (tmp_path / "services.log").read_text()
     finally:
         await group.stop()
+
+
+async def test_the_services_log_gets_server_errors_when_uvicorn_does_not_propagate(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a process whose logging config stops uvicorn's records short of the root (Prefect's does)
+    monkeypatch.setattr(logging.getLogger("uvicorn"), "propagate", False)
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["path"] == "/boom":
+            raise RuntimeError("boom")
+        await _hello(scope, receive, send)
+
+    group = _group(tmp_path, lambda services, fixtures: app)
+    url = await group.start()
+    try:
+        assert (await request("GET", f"{url}/boom")).status_code == 500
+    finally:
+        await group.stop()
+    assert (tmp_path / "services.log").read_text().count("RuntimeError: boom") == 1
+    assert all(not isinstance(h, logging.FileHandler) or h.baseFilename != str(tmp_path / "services.log")
+               for h in logging.getLogger("uvicorn").handlers + logging.getLogger().handlers)
 
 
 async def test_an_unhealthy_server_is_a_service_error_within_the_timeout(tmp_path: Path) -> None:
