@@ -30,6 +30,13 @@ async def _hello(scope: dict[str, Any], receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": b"ok"})
 
 
+async def _boom(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """An app whose ``/boom`` handler raises."""
+    if scope["path"] == "/boom":
+        raise RuntimeError("boom")
+    await _hello(scope, receive, send)
+
+
 async def test_claw_services_in_the_runner_answer_and_stop(tmp_path: Path) -> None:
     group = _group(tmp_path, CLAW.app_factory)
     url = await group.start()
@@ -65,12 +72,7 @@ async def test_a_server_that_dies_before_it_is_healthy_is_a_service_error(tmp_pa
 
 
 async def test_a_handler_that_raises_answers_500_and_the_services_stay_up(tmp_path: Path) -> None:
-    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["path"] == "/boom":
-            raise RuntimeError("boom")
-        await _hello(scope, receive, send)
-
-    group = _group(tmp_path, lambda services, fixtures: app)
+    group = _group(tmp_path, lambda services, fixtures: _boom)
     url = await group.start()
     try:
         assert (await request("GET", f"{url}/boom")).status_code == 500
@@ -85,12 +87,7 @@ async def test_the_services_log_gets_server_errors_when_uvicorn_does_not_propaga
     # a process whose logging config stops uvicorn's records short of the root (Prefect's does)
     monkeypatch.setattr(logging.getLogger("uvicorn"), "propagate", False)
 
-    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["path"] == "/boom":
-            raise RuntimeError("boom")
-        await _hello(scope, receive, send)
-
-    group = _group(tmp_path, lambda services, fixtures: app)
+    group = _group(tmp_path, lambda services, fixtures: _boom)
     url = await group.start()
     try:
         assert (await request("GET", f"{url}/boom")).status_code == 500
