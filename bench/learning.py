@@ -84,7 +84,8 @@ async def _grpo(preset, train, model_path, args: argparse.Namespace, run_id: str
 
 def _step_line(r) -> str:
     return (f"  step {r.step}: train reward {r.reward_mean:.3f}  samples {r.samples}  zero-var groups "
-            f"{r.zero_variance_groups}/{r.groups}  updates {r.updates}  ({r.seconds:.0f}s)")
+            f"{r.zero_variance_groups}/{r.groups}  updates {r.updates}  solved tasks "
+            f"{r.metrics.get('solved_tasks', 0):.0f}  ({r.seconds:.0f}s)")
 
 
 async def main_async(args: argparse.Namespace) -> int:

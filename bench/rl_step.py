@@ -120,9 +120,10 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     from training.trajectory import prepare_grpo_batch
     from training.trajectory.source import load_rollouts_with_calls
     from training.workflows.activity import union_seconds
-    from training.workflows.common import rollout_service, sample_tasks
+    from training.workflows.common import rollout_service
     from training.workflows.compose import compose
     from training.workflows.rl import _policy
+    from training.workflows.task_sampler import TaskSampler
 
     overrides = {"train.group_size": args.group_size, "train.train_batch_size": args.tasks,
                  "rollout.max_tokens": args.max_tokens, "harness_options.max_steps": args.max_steps,
@@ -144,7 +145,7 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     engine, trainer, sync = await _policy(preset, plan.engine.kind, None, work / "run", db, "bench-rl-step")
     timed = TimedEngine(engine)
     proxy_ms = install_proxy_timing_hook()
-    rng = random.Random(args.seed)
+    sampler = TaskSampler(tasks, random.Random(args.seed))
     print(f"seeds: task sampling {args.seed}, train.seed {preset.train.seed}; engine {plan.engine.kind}")
     rows: list[dict[str, Any]] = []
     try:
@@ -153,7 +154,7 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                 first_proxy = len(proxy_ms)
                 load = os.getloadavg()[0]  # a shared machine's other work shows in every column
                 s0 = time.perf_counter()
-                results = await service.run_groups(sample_tasks(tasks, args.tasks, rng), args.group_size, tag=f"s{step}")
+                results = await service.run_groups(sampler.draw(args.tasks), args.group_size, tag=f"s{step}")
                 s1 = time.perf_counter()
                 recorded = service.recorded(results)
                 samples, _ = prepare_grpo_batch(recorded, gamma=preset.train.gamma, drop_zero_variance=False, merge=True,

@@ -72,6 +72,10 @@ class TrainConfig(_Section):
     max_prompt_length: int = Field(4096, ge=1)
     max_response_length: int = Field(1024, ge=1)
     drop_zero_variance_groups: bool = True
+    skip_solved_tasks: bool = Field(
+        False, description="Local trainer: a task whose last group scored full reward in every rollout leaves the "
+        "rotation (its groups would be zero-variance) until fewer unsolved tasks remain than a step needs "
+        "(training/workflows/task_sampler.py). veRL samples its own dataset: rejected with train.trainer = 'verl'.")
     gradient_checkpointing: bool = False
     compute_dtype: Literal["float32", "bfloat16", "auto"] | None = Field(
         None, description="Local trainer: dtype of the forward/backward passes (None: float32). bfloat16 runs "

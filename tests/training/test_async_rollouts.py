@@ -168,9 +168,21 @@ async def _run_loop(stale_policy: str, steps: int = 4) -> tuple[FakeService, Spy
         await in_thread(trainer.push_weights, engine)
 
     await asyncio.wait_for(async_steps(
-        service=service, trainer=trainer, engine=engine, push=push, tasks=["t"], cfg=cfg, budget=30.0, steps=steps,
-        sample=lambda n: ["t"] * n, engine_activity=Activity(), on_step=out.append), timeout=60)
+        service=service, trainer=trainer, engine=engine, push=push, cfg=cfg, budget=30.0, steps=steps,
+        sampler=_OneTask(), engine_activity=Activity(), on_step=out.append), timeout=60)
     return service, trainer, out
+
+
+class _OneTask:
+    """The loop's task sampler over the fake service's one task."""
+
+    solved: frozenset[str] = frozenset()
+
+    def draw(self, n: int) -> list[str]:
+        return ["t"] * n
+
+    def observe(self, results: Any) -> None:
+        pass
 
 
 def test_a_sample_older_than_max_staleness_is_never_trained() -> None:

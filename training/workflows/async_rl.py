@@ -28,7 +28,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Self, TypeVar
@@ -39,6 +39,7 @@ from training.trajectory import prepare_grpo_batch
 from training.trajectory.staleness import StalenessPolicy, filter_stale
 from training.workflows.activity import Activity
 from training.workflows.common import in_thread
+from training.workflows.task_sampler import TaskSampler
 
 log = logging.getLogger(__name__)
 
@@ -196,19 +197,18 @@ async def async_steps(
     trainer: Any,
     engine: Any,
     push: Callable[[], Any],
-    tasks: Sequence[TaskDir],
     cfg: Any,
     budget: float,
     steps: int,
-    sample: Callable[[int], list[TaskDir]],
+    sampler: TaskSampler,
     engine_activity: Activity,
     on_step: Callable[[AsyncStep], None],
 ) -> PoolStats:
     """Run ``steps`` asynchronous GRPO steps (see the module doc); ``on_step`` gets each.
 
     ``push`` is a coroutine function sending the trainer's new weights to the engine;
-    ``sample(n)`` draws ``n`` tasks; ``cfg`` is the preset's ``[train]`` section; ``on_step``
-    runs in a worker thread (it may block: DB writes, logging)."""
+    ``sampler`` draws each launch's tasks and sees every group taken; ``cfg`` is the preset's
+    ``[train]`` section; ``on_step`` runs in a worker thread (it may block: DB writes, logging)."""
     policy = StalenessPolicy.from_train(cfg)
     n = cfg.train_batch_size
     window = n * (1 + cfg.max_staleness)
@@ -218,13 +218,14 @@ async def async_steps(
         t_prev = time.perf_counter()
         for step in range(1, steps + 1):
             while pool.outstanding < window:  # rollouts for this step and the next max_staleness ones
-                for task in sample(n):
+                for task in sampler.draw(n):
                     launched += 1
                     pool.launch(task, f"g{launched}")
             w0 = time.perf_counter()
             groups = await pool.take(n, budget)
             wait = time.perf_counter() - w0
             results = [r for g in groups for r in g.results]
+            sampler.observe(results)
             version = int(engine.policy_version or 0)
             items = await in_thread(service.recorded, results) if results else []
             kept, stale = filter_stale(items, version, policy)
@@ -246,7 +247,8 @@ async def async_steps(
             t_end = time.perf_counter()
             span = t_end - t_prev
             metrics.update(stale.as_metrics())
-            metrics.update({"groups_taken": float(len(groups)), "groups_running": float(pool.running),
+            metrics.update({"solved_tasks": float(len(sampler.solved)), "groups_taken": float(len(groups)),
+                            "groups_running": float(pool.running),
                             "group_wait_seconds": wait, "budget_expired": float(wait >= budget)})
             await in_thread(on_step, AsyncStep(  # the callback writes the step's metrics to the DB
                 step=step, results=results, samples=samples, batch_report=report, staleness=stale, metrics=metrics,

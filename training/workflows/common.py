@@ -8,7 +8,6 @@ import concurrent.futures
 import contextlib
 import contextvars
 import functools
-import random
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -51,18 +50,6 @@ async def in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
 
 def load_tasks(dirs: Sequence[str | Path]) -> list[TaskDir]:
     return [load_task(d) for d in dirs]
-
-
-def sample_tasks(tasks: Sequence[TaskDir], n: int, rng: random.Random) -> list[TaskDir]:
-    """``n`` tasks, cycling through a shuffled order so every task comes up evenly."""
-    if not tasks:
-        raise ValueError("no tasks to sample from")
-    order = list(tasks)
-    out: list[TaskDir] = []
-    while len(out) < n:
-        rng.shuffle(order)
-        out.extend(order[: n - len(out)])
-    return out
 
 
 def local_engine(preset: Preset, model_path: str | Path | None) -> Any:

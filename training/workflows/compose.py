@@ -221,6 +221,9 @@ def compose(preset: Preset, workflow: Workflow = "rl", model_path: str | Path | 
         if preset.train.compute_dtype is not None:
             raise CompositionError(f"{where}: train.compute_dtype is the local trainer's; veRL's FSDP actor keeps its "
                                    "own mixed precision (bf16 compute): unset it or set train.trainer = 'local'")
+        if preset.train.skip_solved_tasks:
+            raise CompositionError(f"{where}: train.skip_solved_tasks is the local trainer's task sampler; veRL draws "
+                                   "its own batches from the dataset: unset it or set train.trainer = 'local'")
         if preset.train.gamma != 1.0:
             raise CompositionError(f"{where}: train.gamma = {preset.train.gamma} with train.trainer = 'verl': veRL "
                                    "broadcasts one advantage to every call of a trajectory (γ = 1 only)")

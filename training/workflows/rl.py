@@ -43,12 +43,12 @@ from training.workflows.common import (
     mean_reward,
     outcome_counts,
     rollout_service,
-    sample_tasks,
     vllm_engine,
 )
 from training.workflows.compose import compose
 from training.workflows.plots import curves_png
 from training.workflows.reports import RLReport, StepRecord
+from training.workflows.task_sampler import TaskSampler
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +83,7 @@ async def rl_train(
 
         return await run_verl(preset, tasks, composition, model_path=model_path, steps=steps, run_id=run_id, out_dir=out)
     out.mkdir(parents=True, exist_ok=True)
-    rng = random.Random(cfg.seed)
+    sampler = TaskSampler(tasks, random.Random(cfg.seed), skip_solved=cfg.skip_solved_tasks)
     db = make_engine(get_settings().db_url)
     upgrade(get_settings().db_url, db)  # the trainer records the run before the rollout service starts
     records: list[StepRecord] = []
@@ -109,7 +109,7 @@ async def rl_train(
                                                "engine_idle_seconds": record.engine_idle_seconds,
                                                "trainer_idle_seconds": record.trainer_idle_seconds,
                                                **{k: v for k, v in record.metrics.items()
-                                                  if k.startswith(("staleness_", "stale_", "spanning_"))}})
+                                                  if k.startswith(("staleness_", "stale_", "spanning_", "solved_"))}})
         records.append(record)
         log.info("rl step %d (%s): reward %.3f, %d samples, %d/%d zero-variance groups, %d updates, idle engine "
                  "%.1fs trainer %.1fs of %.1fs", record.step, record.mode, record.reward_mean, record.samples,
@@ -128,9 +128,9 @@ async def rl_train(
                     await in_thread(trainer.push_weights, engine)  # under the engine's weights lock: not on the loop
 
                 await async_steps(
-                    service=service, trainer=trainer, engine=engine, push=push, tasks=tasks, cfg=cfg,
+                    service=service, trainer=trainer, engine=engine, push=push, cfg=cfg,
                     budget=preset.rollout.timeout_sec, steps=steps,
-                    sample=lambda n: sample_tasks(tasks, n, rng), engine_activity=timed.activity,
+                    sampler=sampler, engine_activity=timed.activity,
                     on_step=lambda a: emit(_record(a.step, a.results, a.batch_report, a.metrics, a.seconds,
                                                    a.engine_idle_seconds, a.trainer_idle_seconds, a.staleness,
                                                    "async")),
@@ -138,8 +138,9 @@ async def rl_train(
             else:
                 for step in range(1, steps + 1):
                     s0 = time.perf_counter()
-                    batch = sample_tasks(tasks, cfg.train_batch_size, rng)
+                    batch = sampler.draw(cfg.train_batch_size)
                     results = await service.run_groups(batch, cfg.group_size, role="train", tag=f"s{step}")
+                    sampler.observe(results)
                     # the batch's DB reads and the optimiser step run in a worker thread: the
                     # event loop keeps serving whatever else shares it (an evaluation, the proxy)
                     t0 = time.perf_counter()
@@ -151,6 +152,7 @@ async def rl_train(
                     t1 = time.perf_counter()
                     metrics.update({k: v for k, v in stale.as_metrics().items()
                                     if k.startswith(("staleness_", "spanning_t"))})
+                    metrics["solved_tasks"] = float(len(sampler.solved))
                     span = t1 - s0
                     emit(_record(step, results, report, metrics, span, max(0.0, span - timed.activity.busy(s0, t1)),
                                  max(0.0, span - (t1 - t0)), stale, "sync"))
