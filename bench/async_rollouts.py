@@ -205,8 +205,8 @@ def summary(out: dict[str, Any]) -> None:
     for mode, rows in (("sync", s), ("async", a)):
         busy = [r["seconds"] * (1 - r["trainer_idle"]) for r in rows]
         m, sd = mean_sd(busy)
-        print(f"  trainer busy per step ({mode}): {m:.2f} ± {sd:.2f} s (trainer.step + weight push; sync runs them "
-              "on the event loop's thread, async in a worker thread)")
+        print(f"  trainer busy per step ({mode}): {m:.2f} ± {sd:.2f} s (trainer.step + weight push, on the "
+              "trainer's worker thread in both modes)")
     dropped = sum(r["stale_dropped"] for r in a)
     corrected = sum(r["stale_corrected"] for r in a)
     trained = sum(r["samples"] for r in a)
