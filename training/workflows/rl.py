@@ -48,7 +48,7 @@ from training.workflows.common import (
 from training.workflows.compose import compose
 from training.workflows.plots import curves_png
 from training.workflows.reports import RLReport, StepRecord
-from training.workflows.task_sampler import TaskSampler
+from training.workflows.task_sampler import FULL_REWARD, TaskSampler
 
 log = logging.getLogger(__name__)
 
@@ -207,7 +207,7 @@ def _record(step: int, results: Sequence[Any], report: Any, metrics: dict[str, f
     trainable = [r for r in results if r.trainable]
     return StepRecord(
         step=step, reward_mean=mean_reward(results),
-        success_rate=sum((r.reward or 0) >= 1.0 for r in trainable) / max(1, len(trainable)),
+        success_rate=sum((r.reward or 0) >= FULL_REWARD for r in trainable) / max(1, len(trainable)),
         episode_calls=sum(r.n_calls for r in results) / max(1, len(results)),
         outcomes=outcome_counts(results), groups=report.groups.n_groups,
         zero_variance_groups=report.zero_variance_groups, samples=int(metrics.get("samples", 0)),
