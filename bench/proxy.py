@@ -503,9 +503,8 @@ class TrajResult:
     errors: int = 0
     wall_s: float = float("nan")  # mean rollout wall time
     added_frac: float = float("nan")  # (wall - direct wall) / direct wall
-    #: The engine's own time on a rollout's calls (mean over rollouts), and (wall - it) / it:
-    #: everything outside the engine (client, network, proxy), an upper bound of the proxy's share.
-    engine_floor_s: float = float("nan")
+    #: (wall - the engine's own time on a rollout's calls) / that time: everything outside the
+    #: engine (client, network, proxy), an upper bound of the proxy's share.
     engine_added_frac: float = float("nan")
     add_p50_ms: float = float("nan")  # per-call latency minus the direct engine's p50
     add_p99_ms: float = float("nan")
@@ -592,7 +591,7 @@ async def replay(w: Any, bases: list[tuple[str, dict[str, str]]], pid: int | Non
     done.set()
     await sampler
     out = {"lat": lat, "walls": walls, "errors": errors, "elapsed": elapsed, "cpu_s": cpu, "rss_mb": peak[0]}
-    if engine and served0 is not None:
+    if served0 is not None:
         served1 = await engine_stats(engine)
         out["engine_calls"] = served1["calls"] - served0["calls"]
         out["engine_busy_s"] = served1["busy_s"] - served0["busy_s"]
@@ -629,8 +628,7 @@ def summarize(target: str, w: Any, slow: dict[str, Any], fast: dict[str, Any] | 
     # so the engine's time per rollout (its calls run one after another) is the rollout's floor.
     if (slow.get("engine_calls") == len(slow["lat"]) and not slow["errors"] and slow["walls"]
             and slow.get("engine_busy_s", 0) > 0):
-        r.engine_floor_s = slow["engine_busy_s"] / len(slow["walls"])
-        r.engine_added_frac = r.wall_s / r.engine_floor_s - 1
+        r.engine_added_frac = r.wall_s / (slow["engine_busy_s"] / len(slow["walls"])) - 1
     if direct_lat and slow["lat"]:
         r.add_p50_ms = statistics.median(slow["lat"]) - statistics.median(direct_lat)
         r.add_p99_ms = percentile(slow["lat"], 0.99) - percentile(direct_lat, 0.99)
@@ -683,7 +681,6 @@ def _median_of(runs: list[TrajResult]) -> TrajResult:
     out.rss_runs = [r.rss_mb for r in runs]
     out.wall_s, out.added_frac, out.cpu_ms = med(out.wall_runs), med(out.added_runs), med(out.cpu_runs)
     out.engine_added_frac = med(out.engine_added_runs)
-    out.engine_floor_s = med([r.engine_floor_s for r in runs])
     out.end_cpu_ms, out.rps, out.rss_mb = med(out.end_cpu_runs), med(out.rps_runs), max(out.rss_runs)
     out.add_p50_ms = med([r.add_p50_ms for r in runs])
     out.add_p99_ms = med([r.add_p99_ms for r in runs])
