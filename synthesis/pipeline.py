@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 from sqlalchemy import Engine, select
 
+from openforge.aio import thread_outcome
 from openforge.settings import Settings, get_settings
 from storage.claims import claim_next, release, transition_task
 from storage.db import make_engine, session_scope
@@ -99,24 +100,23 @@ async def _worker(ctx: SynthContext, index: int, progress: ProgressFn) -> None:
             progress(stage, "start", {"task_id": tid, "worker": wid})
             stats = await fn(ctx, tid, wid)
         except BaseException:
-            await asyncio.to_thread(_give_back, ctx.engine, tid, wid)
+            await thread_outcome(_give_back, ctx.engine, tid, wid)
             raise
         await _account(ctx, stats, progress)
         progress(stage, "task", {"task_id": tid, "count": stats.count})
 
 
 async def _claim(ctx: SynthContext, stage: str, wid: str) -> str | None:
-    """``claim_next`` in a thread, safe against Ctrl-C: a cancel that arrives while the claim
-    is in flight lets the claim land and gives the task straight back, so no task is left
-    claimed (e.g. stuck in ``testing``) by a worker that is gone."""
-    claim = asyncio.ensure_future(asyncio.to_thread(claim_next, ctx.engine, stage, wid, domain=ctx.config.domain))
-    try:
-        return await asyncio.shield(claim)
-    except asyncio.CancelledError:
-        tid = await claim
+    """``claim_next`` in a thread, safe against Ctrl-C: a cancel (or several: a cancel scope
+    repeats its own) that arrives while the claim is in flight lets the claim land and gives the
+    task straight back, so no task is left claimed (e.g. stuck in ``testing``) by a worker that
+    is gone."""
+    tid, cancelled = await thread_outcome(claim_next, ctx.engine, stage, wid, domain=ctx.config.domain)
+    if cancelled:
         if tid is not None:
-            await asyncio.to_thread(_give_back, ctx.engine, tid, wid)
-        raise
+            await thread_outcome(_give_back, ctx.engine, tid, wid)
+        raise asyncio.CancelledError
+    return tid
 
 
 def _procedural_task(engine: Engine, task_id: str) -> bool:

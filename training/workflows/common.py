@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
-import contextvars
-import functools
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -15,6 +12,7 @@ from typing import Any, TypeVar
 
 from environments.records import RolloutResult
 from environments.taskdir import TaskDir, load_task
+from openforge.aio import in_thread_to_the_end
 from openforge.presets import Preset
 from training.workflows.compose import (
     CompositionError,
@@ -36,16 +34,10 @@ _TRAINER_THREAD = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_na
 
 
 async def in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """``fn(*args, **kwargs)`` on the trainer thread; if the caller is cancelled, the work is
-    waited for (a thread cannot be stopped) so nothing of the run keeps going after it."""
-    call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
-    fut = asyncio.get_running_loop().run_in_executor(_TRAINER_THREAD, call)
-    try:
-        return await asyncio.shield(fut)
-    except asyncio.CancelledError:
-        with contextlib.suppress(BaseException):
-            await fut
-        raise
+    """``fn(*args, **kwargs)`` on the trainer thread; if the caller is cancelled (once or over
+    and over), the work is waited for (a thread cannot be stopped) so nothing of the run keeps
+    going after it."""
+    return await in_thread_to_the_end(fn, *args, executor=_TRAINER_THREAD, **kwargs)
 
 
 def load_tasks(dirs: Sequence[str | Path]) -> list[TaskDir]:
