@@ -32,7 +32,14 @@ from synthesis.stages.propose import propose
 from synthesis.stages.prune import prune
 from synthesis.stages.refine import refine_one
 from synthesis.stages.testing import run_checks_one
-from synthesis.store import finish_run, recover_dead_claims, record_stage, start_or_resume_run, task_counts, worker_id
+from synthesis.store import (
+    finish_run,
+    record_stage,
+    recover_dead_claims,
+    start_or_resume_run,
+    task_counts,
+    worker_id,
+)
 
 log = logging.getLogger(__name__)
 

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from environments.records import ErrorKind, RolloutSpec
+from openforge.aio import outlast
 from openforge.settings import get_settings
 from training.orchestrator.backend import SandboxError, SandboxExit, SandboxHandle
 from training.orchestrator.compose import (
@@ -214,7 +215,7 @@ class DockerBackend:
         try:
             return await self._launch(spec, task, dirs, handle, t0)
         except BaseException:
-            await asyncio.shield(self.cleanup(handle))
+            await outlast(self.cleanup(handle))
             raise
 
     async def _launch(self, spec, task, dirs: SandboxDirs, handle: SandboxHandle, t0: float) -> SandboxHandle:

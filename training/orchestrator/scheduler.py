@@ -33,6 +33,7 @@ from sqlalchemy import Engine
 
 from environments.deadline import wait_excluding_engine
 from environments.records import ErrorKind, Outcome, RolloutResult, RolloutSpec
+from openforge.aio import to_the_end
 from training.orchestrator.backend import SandboxBackend, SandboxError, SandboxHandle
 from training.orchestrator.classify import base_result, from_exit
 from training.orchestrator.db import record_finished, record_started
@@ -153,8 +154,8 @@ class Scheduler:
                     self.sandbox_notes[result.rollout_id] = list(handle.notes)
         finally:
             if handle is not None:
-                # Shielded: a second cancellation must not leave the sandbox behind.
-                await asyncio.shield(self.backend.cleanup(handle))
+                # To its end through any cancels: a cancelled rollout must not leave its sandbox behind.
+                await to_the_end(self.backend.cleanup(handle))
         if result.status == Outcome.ok:
             result = await self._verify_separately(spec, result)
         result.seconds = time.monotonic() - t0
@@ -200,8 +201,8 @@ class Scheduler:
             vres.error_kind, vres.error = getattr(exc, "kind", ErrorKind.start_failed).value, str(exc)
         finally:
             if handle is not None:
-                await asyncio.shield(self.backend.cleanup(handle))
-            await asyncio.to_thread(shutil.rmtree, vdir, True)
+                await to_the_end(self.backend.cleanup(handle))
+            await to_the_end(asyncio.to_thread(shutil.rmtree, vdir, True))
         result.timings["verifier_sandbox"] = time.monotonic() - t0
         result.checks = {**result.checks, "verifier_rollout_id": vres.rollout_id}
         if vres.status == Outcome.ok and vres.reward is not None:

@@ -35,6 +35,7 @@ from typing import Any, Self, TypeVar
 
 from environments.records import RolloutResult
 from environments.taskdir import TaskDir
+from openforge.aio import thread_outcome
 from training.trajectory import prepare_grpo_batch
 from training.trajectory.staleness import StalenessPolicy, filter_stale
 from training.workflows.activity import Activity
@@ -152,7 +153,7 @@ class GroupPool:
             await asyncio.gather(*jobs, return_exceptions=True)
         db, run_id = getattr(self.service, "db", None), getattr(self.service, "run_id", None)
         if jobs and db is not None and run_id:
-            n = await asyncio.shield(asyncio.to_thread(mark_unfinished_cancelled, db, run_id))
+            n, _ = await thread_outcome(mark_unfinished_cancelled, db, run_id)
             if n:
                 log.info("async rollouts: %d unfinished rollout(s) of run %s marked cancelled", n, run_id)
 

@@ -97,6 +97,37 @@ async def test_cancel_cleans_every_sandbox(tiny_task: Path, openforge_home: Path
         await backend.aclose()
 
 
+async def test_a_cancel_repeated_every_loop_turn_still_cleans_every_sandbox(tiny_task: Path, openforge_home: Path) -> None:
+    """Prefect runs flows inside anyio cancel scopes, which deliver their cancel again on every
+    turn of the loop: cleanup must run to its end through all of them, not only the first."""
+    backend = LocalBackend()
+    specs = [spec(tiny_task, "command", harness_options={"argv": ["sleep", "300"]}) for _ in range(3)]
+    sched = Scheduler(backend, concurrency=3)
+
+    async def consume() -> None:
+        async for _ in sched.run(specs):
+            pass
+
+    task = asyncio.create_task(consume())
+    for _ in range(300):
+        await asyncio.sleep(0.1)
+        if len({s.rollout_id for s in specs} & all_sandbox_ids()) == 3:
+            break
+    cancels = 0
+    while not task.done():
+        task.cancel()
+        cancels += 1
+        await asyncio.sleep(0)
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    try:
+        assert cancels > 1
+        assert {s.rollout_id for s in specs} & all_sandbox_ids() == set()
+        assert await backend.live_sandboxes() == []
+    finally:
+        await backend.aclose()
+
+
 @pytest.mark.slow
 async def test_proxy_registration_and_relay(tiny_task: Path, sqlite_url: str, db_engine) -> None:
     from testkit.fakes.vllm import FakeVLLM

@@ -21,6 +21,7 @@ from typing import Any
 
 from environments.records import ErrorKind, RolloutSpec
 from environments.taskdir import TaskDir
+from openforge.aio import outlast
 from openforge.settings import get_settings
 from training.orchestrator.backend import SandboxError, SandboxExit, SandboxHandle
 from training.orchestrator.kubernetes.api import KubeApi, KubeError
@@ -191,7 +192,7 @@ class KubernetesBackend:
             if state.warm:
                 self._spawn(fleet.label_claimed(state, spec))
         except BaseException:
-            await asyncio.shield(self.cleanup(handle))
+            await outlast(self.cleanup(handle))
             raise
         handle.timings["start_latency"] = time.monotonic() - t0
         return handle

@@ -15,6 +15,7 @@ from typing import Any
 from environments.deadline import hard_deadline
 from environments.records import ErrorKind, RolloutSpec
 from environments.taskdir import TaskDir
+from openforge.aio import outlast
 from training.orchestrator.backend import SandboxError
 from training.orchestrator.kubernetes.api import KubeApi, KubeError
 from training.orchestrator.kubernetes.config import KubeSettings
@@ -126,7 +127,7 @@ class PodFleet:
             state.confirmed_at = time.monotonic()
             self.stats["pods_created"] += 1
         except BaseException as exc:
-            await asyncio.shield(self.release(state))
+            await outlast(self.release(state))
             if isinstance(exc, KubeError):
                 raise SandboxError(f"pod {name} not created: {exc}", kind=ErrorKind.start_failed) from exc
             raise
