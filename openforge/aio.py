@@ -3,8 +3,8 @@
 A thread cannot be stopped, so work handed to one (a claim in the task DB, an optimiser step)
 goes on after its awaiting coroutine is cancelled; cleanup (a sandbox's removal) must finish
 even when the rollout it ends was cancelled. ``asyncio.shield`` protects from the first cancel
-only: anyio cancel scopes (Prefect's engine runs inside them) deliver their cancel again on
-every turn of the loop, and ``asyncio.gather`` hands each one on to its children, so a
+only: an anyio cancel scope (Prefect's engines are built on anyio) delivers its cancel again
+on every turn of the loop, and ``asyncio.gather`` hands each one on to its children, so a
 ``try: await shield(fut) except CancelledError: await fut`` is cut short by the second cancel,
 whatever the caller meant to do with the result (give a claim back) never happens, and a
 shielded cleanup left running on its own is cancelled when ``asyncio.run`` shuts the loop
@@ -48,19 +48,21 @@ async def to_the_end(aw: Awaitable[T]) -> T:
     return value
 
 
+def _in_executor(fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any],
+                 executor: concurrent.futures.Executor | None) -> asyncio.Future[T]:
+    call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
+    return asyncio.get_running_loop().run_in_executor(executor, call)
+
+
 async def thread_outcome(fn: Callable[..., T], *args: Any, executor: concurrent.futures.Executor | None = None,
                          **kwargs: Any) -> tuple[T, bool]:
     """:func:`outlast` of ``fn(*args, **kwargs)`` run in ``executor`` (asyncio's default pool
     when ``None``) with this task's context."""
-    call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
-    return await outlast(asyncio.get_running_loop().run_in_executor(executor, call))
+    return await outlast(_in_executor(fn, args, kwargs, executor))
 
 
 async def in_thread_to_the_end(fn: Callable[..., T], *args: Any, executor: concurrent.futures.Executor | None = None,
                                **kwargs: Any) -> T:
     """:func:`to_the_end` of ``fn(*args, **kwargs)`` in a thread: nothing of ``fn`` keeps going
     after its caller."""
-    value, cancelled = await thread_outcome(fn, *args, executor=executor, **kwargs)
-    if cancelled:
-        raise asyncio.CancelledError
-    return value
+    return await to_the_end(_in_executor(fn, args, kwargs, executor))

@@ -75,9 +75,9 @@ async def test_refill_is_bounded(tiny_task: Path) -> None:
 
 @pytest.mark.parametrize("repeated", [False, True], ids=["one-cancel", "a-cancel-every-loop-turn"])
 async def test_cancel_cleans_every_sandbox(tiny_task: Path, openforge_home: Path, repeated: bool) -> None:
-    """Ctrl-C cancels the CLI's main task once; Prefect runs flows inside anyio cancel scopes,
-    which deliver their cancel again on every turn of the loop: cleanup must run to its end
-    through all of them, not only the first."""
+    """Ctrl-C cancels the CLI's main task once; an anyio cancel scope (Prefect's engines are
+    built on anyio) delivers its cancel again on every turn of the loop: cleanup must run to
+    its end through all of them, not only the first."""
     backend = LocalBackend()
     specs = [spec(tiny_task, "command", harness_options={"argv": ["sleep", "300"]}) for _ in range(3)]
     sched = Scheduler(backend, concurrency=3)
