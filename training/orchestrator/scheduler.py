@@ -33,7 +33,7 @@ from sqlalchemy import Engine
 
 from environments.deadline import wait_excluding_engine
 from environments.records import ErrorKind, Outcome, RolloutResult, RolloutSpec
-from openforge.aio import to_the_end
+from openforge.aio import in_thread_to_the_end, to_the_end
 from training.orchestrator.backend import SandboxBackend, SandboxError, SandboxHandle
 from training.orchestrator.classify import base_result, from_exit
 from training.orchestrator.db import record_finished, record_started
@@ -202,7 +202,7 @@ class Scheduler:
         finally:
             if handle is not None:
                 await to_the_end(self.backend.cleanup(handle))
-            await to_the_end(asyncio.to_thread(shutil.rmtree, vdir, True))
+            await in_thread_to_the_end(shutil.rmtree, vdir, True)
         result.timings["verifier_sandbox"] = time.monotonic() - t0
         result.checks = {**result.checks, "verifier_rollout_id": vres.rollout_id}
         if vres.status == Outcome.ok and vres.reward is not None:
