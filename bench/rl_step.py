@@ -5,8 +5,12 @@ local trainer; ``--set engine.kind=vllm`` for a vLLM server) on procedural claw 
 (contact-lookup) with the react harness in local sandboxes, the real path of ``rl_train``
 (:mod:`training.workflows.rl`), timing each part:
 
-wall clock of the step (the phases run one after the other)
-  rollouts        ``service.run_groups`` (all rollouts of the step, concurrent)
+wall clock of the step: from the previous step's weight push (the run's start for step 1) to
+its own, the phases one after the other. With ``train.prestart_rollouts`` (the default) a
+step's rollouts start while the previous step trains and their first calls wait at a gate for
+the new weights (``training/workflows/gate.py``): that start-up is then inside the previous
+step's training phase ("started early by" says how long before the step they started).
+  rollouts        ``service.run_groups`` (all rollouts of the step, concurrent) from the step's start
   generation      the time at least one engine call was in flight (union of the engine
                   calls' intervals, measured around the engine inside the proxy)
   reconstruction  reading the calls back + ``prepare_grpo_batch``
@@ -20,14 +24,17 @@ wall clock of the step (the phases run one after the other)
 rollout-seconds (summed over the step's rollouts, which overlap; where the rollout phase goes)
   sandbox start   backend ``start_latency`` (sandbox up, runner started)
   harness         the runner's agent phase less the model calls it waited on
-  generation      engine time of the rollout's calls
+  gate wait       the calls' wait for the new weights (started early, see above)
+  generation      engine time of the rollout's calls (their recorded latency less the gate wait)
   proxy           the proxy's own time per call (Server-Timing ``proxy``: budget, translation,
                   recording), read off the app's timing hook
   verifier        waiting for tests + the verifier (+ a separate verifier sandbox)
 
-Prints one table per step, then over the steps (n = steps) mean ± sd and min / median / max,
-the seeds, and the orchestration share of the step (goal < 5 %). Compare two builds by running
-both on the same machine, interleaved, with the same arguments.
+Prints one table per step, then over steps 2..n (step 1 has no step before it to start beside,
+and pays first-use costs) mean ± sd and min / median / max, the seeds, and the orchestration
+share of the step (goal < 5 %). Compare two builds or settings (``--set
+train.prestart_rollouts=false``) by running both on the same machine, interleaved, with the
+same arguments.
 
     python bench/rl_step.py [--steps 3] [--group-size 2] [--tasks 2] [--max-tokens 32] [--seed 0] [--set KEY=VALUE]
 """
@@ -97,14 +104,17 @@ def make_tasks(root: Path, n: int) -> list[Any]:
     return write_generated(root, "contact-lookup", range(100, 100 + n))
 
 
-def rollout_seconds(results: list[Any], calls: dict[str, list[Any]], proxy_ms: float) -> dict[str, float]:
-    out = {"sandbox start": 0.0, "harness": 0.0, "generation": 0.0, "proxy": proxy_ms / 1000, "verifier": 0.0}
+def rollout_seconds(results: list[Any], calls: dict[str, list[Any]], proxy_ms: float, gate_s: float) -> dict[str, float]:
+    """Where the rollouts' time went, summed over them; a call's recorded latency less the
+    time it waited at the gate for the new weights (``gate_s`` in all) is generation."""
+    out = {"sandbox start": 0.0, "harness": 0.0, "gate wait": gate_s, "generation": -gate_s,
+           "proxy": proxy_ms / 1000, "verifier": 0.0}
     for r in results:
         t = r.timings
-        gen = sum((c.latency_ms or 0.0) for c in calls.get(r.rollout_id, [])) / 1000
+        waited = sum((c.latency_ms or 0.0) for c in calls.get(r.rollout_id, [])) / 1000  # gate wait + generation
         out["sandbox start"] += t.get("start_latency", t.get("setup", 0.0))
-        out["generation"] += gen
-        out["harness"] += max(0.0, t.get("runner_agent", t.get("agent", 0.0)) - gen)
+        out["generation"] += waited
+        out["harness"] += max(0.0, t.get("runner_agent", t.get("agent", 0.0)) - waited)
         out["verifier"] += t.get("runner_wait_tests", 0.0) + t.get("runner_verifier", 0.0) + t.get("verifier_sandbox", 0.0)
     out["harness"] = max(0.0, out["harness"] - out["proxy"])
     return out
@@ -117,12 +127,12 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     from openforge.settings import get_settings
     from storage.db import make_engine
     from storage.migrate import upgrade
-    from training.trajectory import prepare_grpo_batch
     from training.trajectory.source import load_rollouts_with_calls
     from training.workflows.activity import union_seconds
     from training.workflows.common import rollout_service
     from training.workflows.compose import compose
-    from training.workflows.rl import _policy
+    from training.workflows.gate import CallGate, GatedEngine
+    from training.workflows.rl import SyncStep, _policy, sync_steps
     from training.workflows.task_sampler import TaskSampler
 
     overrides = {"train.group_size": args.group_size, "train.train_batch_size": args.tasks,
@@ -144,40 +154,42 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     upgrade(get_settings().db_url, db)
     engine, trainer, sync = await _policy(preset, plan.engine.kind, None, work / "run", db, "bench-rl-step")
     timed = TimedEngine(engine)
+    gate = CallGate()
     proxy_ms = install_proxy_timing_hook()
     sampler = TaskSampler(tasks, random.Random(args.seed))
-    print(f"seeds: task sampling {args.seed}, train.seed {preset.train.seed}; engine {plan.engine.kind}")
+    print(f"seeds: task sampling {args.seed}, train.seed {preset.train.seed}; engine {plan.engine.kind}; "
+          f"train.prestart_rollouts {preset.train.prestart_rollouts}")
     rows: list[dict[str, Any]] = []
+    proxy_seen = gate_seen = 0
+    gated = GatedEngine(timed, gate)
+
+    def on_step(done: SyncStep) -> None:
+        # the step runs from `began` (the last weights in the engine) to `pushed`; rollouts
+        # started earlier (prestart) ran beside the previous step's training, counted there
+        nonlocal proxy_seen, gate_seen
+        s0, s1 = done.began, done.rollouts_done
+        calls = {row.id: c for row, c in load_rollouts_with_calls(db, rollout_ids=[r.rollout_id for r in done.results])}
+        in_phase = [(a, b) for a, b in timed.intervals if s0 <= a < s1]
+        wall = {"rollouts": s1 - s0, "generation": union_seconds(timed.intervals, s0, s1),
+                "reconstruction": done.built - s1, "training": done.trained - done.built,
+                "weight sync": done.pushed - done.trained, "step": done.pushed - s0,
+                "started early by": max(0.0, s0 - done.rollouts_started),
+                "to first call": min((a for a, _ in in_phase), default=s1) - s0,
+                "after last call": s1 - max((b for _, b in in_phase), default=s1)}
+        wall["orchestration"] = wall["step"] - wall["generation"] - wall["training"]
+        rows.append({"step": done.step, "wall": wall,
+                     "rollout_seconds": rollout_seconds(done.results, calls, sum(proxy_ms[proxy_seen:]),
+                                                        sum(gated.waits[gate_seen:])),
+                     "rollouts": len(done.results), "calls": sum(len(c) for c in calls.values()),
+                     "outcomes": sorted({r.status.value for r in done.results}),
+                     "samples": int(done.metrics.get("samples", 0)), "load1": os.getloadavg()[0]})
+        proxy_seen, gate_seen = len(proxy_ms), len(gated.waits)
+        print_step(rows[-1])
+
     try:
-        async with rollout_service(preset, timed, run_id="bench-rl-step") as service:
-            for step in range(1, args.steps + 1):
-                first_proxy = len(proxy_ms)
-                load = os.getloadavg()[0]  # a shared machine's other work shows in every column
-                s0 = time.perf_counter()
-                results = await service.run_groups(sampler.draw(args.tasks), args.group_size, tag=f"s{step}")
-                s1 = time.perf_counter()
-                recorded = service.recorded(results)
-                samples, _ = prepare_grpo_batch(recorded, gamma=preset.train.gamma, drop_zero_variance=False, merge=True,
-                                                tokenizer=trainer.tokenizer)
-                s2 = time.perf_counter()
-                metrics = trainer.step(samples)
-                s3 = time.perf_counter()
-                if metrics.get("updated"):
-                    await sync.push(trainer, engine)
-                s4 = time.perf_counter()
-                calls = {row.id: c for row, c in load_rollouts_with_calls(db, rollout_ids=[r.rollout_id for r in results])}
-                generation = union_seconds(timed.intervals, s0, s1)
-                in_phase = [(a, b) for a, b in timed.intervals if s0 <= a < s1]
-                wall = {"rollouts": s1 - s0, "generation": generation, "reconstruction": s2 - s1,
-                        "training": s3 - s2, "weight sync": s4 - s3, "step": s4 - s0,
-                        "to first call": min((a for a, _ in in_phase), default=s1) - s0,
-                        "after last call": s1 - max((b for _, b in in_phase), default=s1)}
-                wall["orchestration"] = wall["step"] - generation - wall["training"]
-                rows.append({"step": step, "wall": wall, "rollout_seconds": rollout_seconds(results, calls, sum(proxy_ms[first_proxy:])),
-                             "rollouts": len(results), "calls": sum(len(c) for c in calls.values()),
-                             "outcomes": sorted({r.status.value for r in results}), "samples": len(samples),
-                             "load1": load})
-                print_step(rows[-1])
+        async with rollout_service(preset, gated, run_id="bench-rl-step") as service:
+            await sync_steps(service=service, trainer=trainer, engine=engine, sync=sync, cfg=preset.train,
+                             sampler=sampler, steps=args.steps, gate=gate, on_step=on_step)
     finally:
         await engine.aclose()
         db.dispose()
@@ -192,6 +204,7 @@ def print_step(row: dict[str, Any]) -> None:
     for key in ("rollouts", "generation", "reconstruction", "training", "weight sync", "orchestration",
                 "to first call", "after last call", "step"):
         print(f"  {key:15} {w[key]:8.2f}  {100 * w[key] / w['step']:5.1f} %")
+    print(f"  (this step's rollouts started {w['started early by']:.2f} s before it, beside the last step's training)")
     print("  rollout-seconds (summed over overlapping rollouts)")
     for key, value in row["rollout_seconds"].items():
         print(f"  {key:15} {value:8.2f}")
@@ -203,9 +216,9 @@ def summary(rows: list[dict[str, Any]]) -> None:
         return (f"{statistics.mean(values):8.2f} ± {sd:5.2f}   "
                 f"[{min(values):.2f} / {statistics.median(values):.2f} / {max(values):.2f}]")
 
-    print(f"\nover n = {len(rows)} steps (mean ± sd   [min / median / max])")
+    print(f"\nover n = {len(rows)} steps {rows[0]['step']}..{rows[-1]['step']} (mean ± sd   [min / median / max])")
     for key in ("generation", "training", "reconstruction", "weight sync", "orchestration", "to first call",
-                "after last call", "step"):
+                "after last call", "step", "started early by"):
         print(f"  {key:15} {ms([r['wall'][key] for r in rows])} s")
     for key in rows[0]["rollout_seconds"]:
         print(f"  {key + ' (r-s)':15} {ms([r['rollout_seconds'][key] for r in rows])} s")
@@ -227,7 +240,7 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("OPENFORGE_HOME", tempfile.mkdtemp(prefix="rl-step-home-"))
     rows = asyncio.run(run(args))
-    summary(rows)
+    summary(rows[1:] if len(rows) > 1 else rows)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
 

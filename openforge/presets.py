@@ -86,6 +86,12 @@ class TrainConfig(_Section):
     checkpoint_dir: str | None = Field(None, description="Default: <OPENFORGE_HOME>/runs/<run_id>/checkpoints.")
     save_every: int = Field(0, ge=0, description="Save a checkpoint every N steps (0: only at the end).")
     seed: int = 0
+    prestart_rollouts: bool = Field(
+        True, description="Synchronous local-trainer loop: start the next step's rollouts (sandboxes, harnesses, "
+        "services) while the current step trains; their model calls wait until the new weights are in the engine, "
+        "so every call is still sampled by the current policy (training/workflows/gate.py). false: rollouts start "
+        "after the weight push. Not read by the async loop (it overlaps whole rollouts) nor by veRL: set "
+        "explicitly with either it is rejected.")
     # Asynchronous rollouts with bounded staleness (issue 17; docs/training-loop.md)
     async_rollouts: bool = Field(
         False, description="Roll out the next step(s) while the current one trains (local trainer, local engine). "

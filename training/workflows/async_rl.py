@@ -30,7 +30,6 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any, Self, TypeVar
 
 from environments.records import RolloutResult
@@ -40,6 +39,7 @@ from training.trajectory import prepare_grpo_batch
 from training.trajectory.staleness import StalenessPolicy, filter_stale
 from training.workflows.activity import Activity
 from training.workflows.common import in_thread
+from training.workflows.service import mark_unfinished_cancelled
 from training.workflows.task_sampler import TaskSampler
 
 log = logging.getLogger(__name__)
@@ -153,26 +153,9 @@ class GroupPool:
             await asyncio.gather(*jobs, return_exceptions=True)
         db, run_id = getattr(self.service, "db", None), getattr(self.service, "run_id", None)
         if jobs and db is not None and run_id:
-            n, _ = await thread_outcome(mark_unfinished_cancelled, db, run_id)
+            n, _ = await thread_outcome(mark_unfinished_cancelled, db, run_id, "async rollouts")
             if n:
                 log.info("async rollouts: %d unfinished rollout(s) of run %s marked cancelled", n, run_id)
-
-
-def mark_unfinished_cancelled(db: Any, run_id: str) -> int:
-    """Rows of ``run_id`` still ``pending``/``running`` → ``infra_error`` / ``cancelled``."""
-    from storage.db import session_scope
-    from storage.models import Rollout, RolloutStatus
-
-    with session_scope(db) as session:
-        rows = session.query(Rollout).filter(
-            Rollout.run_id == run_id,
-            Rollout.status.in_([RolloutStatus.pending.value, RolloutStatus.running.value])).all()
-        for row in rows:
-            row.status = RolloutStatus.infra_error.value
-            row.error_kind = "cancelled"
-            row.error = "cancelled with its rl-train run (async rollouts)"
-            row.finished_at = datetime.now(UTC)
-        return len(rows)
 
 
 @dataclass

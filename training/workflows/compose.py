@@ -227,6 +227,11 @@ def compose(preset: Preset, workflow: Workflow = "rl", model_path: str | Path | 
         if preset.train.gamma != 1.0:
             raise CompositionError(f"{where}: train.gamma = {preset.train.gamma} with train.trainer = 'verl': veRL "
                                    "broadcasts one advantage to every call of a trajectory (γ = 1 only)")
+    if (workflow == "rl" and "prestart_rollouts" in preset.train.model_fields_set
+            and (trainer_kind != "local" or preset.train.async_rollouts)):
+        raise CompositionError(
+            f"{where}: train.prestart_rollouts is read by the local trainer's synchronous loop only (here: trainer "
+            f"{trainer_kind!r}, async_rollouts {preset.train.async_rollouts}); unset it")
     if workflow == "rl" and preset.train.async_rollouts and (trainer_kind != "local" or e.kind != "local"):
         raise CompositionError(
             f"{where}: train.async_rollouts = true is built for the local trainer with engine.kind = 'local' only "

@@ -22,6 +22,8 @@ the staleness histogram per step.
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import logging
 import random
 import time
@@ -29,7 +31,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from environments.records import RolloutResult
 from environments.taskdir import TaskDir
+from openforge.aio import outlast, thread_outcome
 from openforge.presets import Preset
 from openforge.settings import get_settings
 from storage.db import make_engine
@@ -46,8 +50,10 @@ from training.workflows.common import (
     vllm_engine,
 )
 from training.workflows.compose import compose
+from training.workflows.gate import CallGate, GatedEngine
 from training.workflows.plots import curves_png
 from training.workflows.reports import RLReport, StepRecord
+from training.workflows.service import mark_unfinished_cancelled
 from training.workflows.task_sampler import FULL_REWARD, TaskSampler
 
 log = logging.getLogger(__name__)
@@ -119,8 +125,9 @@ async def rl_train(
             on_step(record)
 
     timed = TimedEngine(engine)  # the proxy's engine calls: the engine's busy time
+    gate = CallGate()  # the sync loop's early-started rollouts wait here for the new weights
     try:
-        async with rollout_service(preset, timed, run_id=run_id) as service:
+        async with rollout_service(preset, GatedEngine(timed, gate), run_id=run_id) as service:
             if cfg.async_rollouts:
                 from training.workflows.async_rl import async_steps
 
@@ -136,27 +143,18 @@ async def rl_train(
                                                    "async")),
                 )
             else:
-                for step in range(1, steps + 1):
-                    s0 = time.perf_counter()
-                    batch = sampler.draw(cfg.train_batch_size)
-                    results = await service.run_groups(batch, cfg.group_size, role="train", tag=f"s{step}")
-                    sampler.observe(results)
-                    # the batch's DB reads and the optimiser step run in a worker thread: the
-                    # event loop keeps serving whatever else shares it (an evaluation, the proxy)
-                    t0 = time.perf_counter()
-                    report, stale, metrics = await in_thread(_sync_step, service, results, trainer, engine, cfg)
-                    if metrics.get("updated"):
-                        w0 = time.perf_counter()
-                        await sync.push(trainer, engine)
-                        metrics["weight_sync_seconds"] = time.perf_counter() - w0
-                    t1 = time.perf_counter()
-                    metrics.update({k: v for k, v in stale.as_metrics().items()
-                                    if k.startswith(("staleness_", "spanning_t"))})
-                    metrics["solved_tasks"] = float(len(sampler.solved))
-                    span = t1 - s0
-                    emit(_record(step, results, report, metrics, span, max(0.0, span - timed.activity.busy(s0, t1)),
-                                 max(0.0, span - (t1 - t0)), stale, "sync"))
-                    timed.activity.forget_before(s0)
+                def on_sync_step(done: SyncStep) -> None:
+                    done.metrics.update({k: v for k, v in done.stale.as_metrics().items()
+                                         if k.startswith(("staleness_", "spanning_t"))})
+                    done.metrics["solved_tasks"] = float(len(sampler.solved))
+                    span = done.pushed - done.began
+                    emit(_record(done.step, done.results, done.report, done.metrics, span,
+                                 max(0.0, span - timed.activity.busy(done.began, done.pushed)),
+                                 max(0.0, span - (done.pushed - done.rollouts_done)), done.stale, "sync"))
+                    timed.activity.forget_before(done.began)
+
+                await sync_steps(service=service, trainer=trainer, engine=engine, sync=sync, cfg=cfg,
+                                 sampler=sampler, steps=steps, gate=gate, on_step=on_sync_step)
         if steps and not any(r.updates for r in records):
             zero = sum(r.zero_variance_groups for r in records)
             groups = sum(r.groups for r in records)
@@ -185,10 +183,90 @@ async def rl_train(
                     curve_png=str(png), seconds=time.perf_counter() - t0)
 
 
+@dataclasses.dataclass
+class SyncStep:
+    """One synchronous step: its rollouts, batch report and trainer metrics, and its phase
+    clock (``time.perf_counter``). A step runs from :attr:`began` (the previous step's weights
+    are in the engine, or the run starts) to :attr:`pushed` (its own are)."""
+
+    step: int
+    results: list[RolloutResult]
+    report: Any  # training.trajectory.GroupBatchReport
+    stale: StalenessReport
+    metrics: dict[str, float]
+    began: float
+    #: when this step's rollouts were started: before :attr:`began` when they started early,
+    #: while the previous step trained (``train.prestart_rollouts``)
+    rollouts_started: float
+    rollouts_done: float
+    built: float  # calls read back and the GRPO batch built
+    trained: float  # the optimiser step done (= built when no sample carried a signal)
+    pushed: float  # the new weights in the engine; the next step's calls released
+
+
+async def sync_steps(*, service: Any, trainer: Any, engine: Any, sync: WeightSync, cfg: Any, sampler: TaskSampler,
+                     steps: int, gate: CallGate, on_step: Callable[[SyncStep], None]) -> None:
+    """``steps`` synchronous GRPO steps: roll out a batch of task groups, build the batch,
+    update, push the weights.
+
+    With ``cfg.prestart_rollouts`` the next step's rollouts start as soon as this step's have
+    finished (its task draw follows this step's results, as without), and ``gate`` stays
+    closed while the trainer steps and pushes: the sandboxes and harnesses start beside the
+    optimiser step, and their first model calls wait for the new weights. Every call is
+    sampled by the current policy either way (the step checks the recorded versions). A
+    cancel or an error cancels the started rollouts (the scheduler removes their sandboxes)."""
+    prestart = bool(cfg.prestart_rollouts)
+
+    def start(step: int) -> asyncio.Task[list[RolloutResult]]:
+        batch = sampler.draw(cfg.train_batch_size)
+        return asyncio.ensure_future(service.run_groups(batch, cfg.group_size, role="train", tag=f"s{step}"))
+
+    began = started = time.perf_counter()
+    pending: asyncio.Task[list[RolloutResult]] | None = start(1) if steps > 0 else None
+    try:
+        for step in range(1, steps + 1):
+            assert pending is not None
+            results = await pending
+            pending = None
+            done = time.perf_counter()
+            sampler.observe(results)
+            next_started = 0.0
+            if prestart and step < steps:
+                gate.close()
+                pending = start(step + 1)
+                next_started = time.perf_counter()
+            # the batch's DB reads and the optimiser step run in the trainer thread: the event
+            # loop keeps serving whatever else shares it (the next rollouts, an evaluation, the proxy)
+            report, stale, metrics, built = await in_thread(_sync_step, service, results, trainer, engine, cfg)
+            trained = time.perf_counter()
+            if metrics.get("updated"):
+                await sync.push(trainer, engine)
+                metrics["weight_sync_seconds"] = time.perf_counter() - trained
+            pushed = time.perf_counter()
+            gate.open()
+            if pending is None and step < steps:
+                pending = start(step + 1)
+                next_started = pushed
+            on_step(SyncStep(step=step, results=results, report=report, stale=stale, metrics=metrics, began=began,
+                             rollouts_started=started, rollouts_done=done, built=built, trained=trained, pushed=pushed))
+            began, started = pushed, next_started
+    finally:
+        gate.open()
+        if pending is not None:  # an error or a cancel: the early-started rollouts go too, their
+            pending.cancel()      # sandboxes removed, waited for through any further cancels
+            await outlast(asyncio.gather(pending, return_exceptions=True))
+            db, run_id = getattr(service, "db", None), getattr(service, "run_id", None)
+            if db is not None and run_id:
+                n, _ = await thread_outcome(mark_unfinished_cancelled, db, run_id, "sync rollouts started early")
+                if n:
+                    log.info("%d early-started rollout(s) of run %s marked cancelled", n, run_id)
+
+
 def _sync_step(service: Any, results: Sequence[Any], trainer: Any, engine: Any, cfg: Any
-               ) -> tuple[Any, StalenessReport, dict[str, float]]:
+               ) -> tuple[Any, StalenessReport, dict[str, float], float]:
     """One synchronous step after its rollouts: the recorded calls → GRPO batch → one update
-    (none when no sample carries a signal). Blocking (DB reads, the optimiser): run it off the loop."""
+    (none when no sample carries a signal); also when the batch was built (``perf_counter``).
+    Blocking (DB reads, the optimiser): run it off the loop."""
     items = service.recorded(results)
     # sync: every call was sampled by the current weights (measured, not assumed)
     _, stale = filter_stale(items, int(engine.policy_version or 0), StalenessPolicy.from_train(cfg))
@@ -196,10 +274,11 @@ def _sync_step(service: Any, results: Sequence[Any], trainer: Any, engine: Any, 
         items, gamma=cfg.gamma, eps=cfg.adv_eps, norm_by_std=cfg.norm_adv_by_std,
         drop_zero_variance=cfg.drop_zero_variance_groups, merge=True, tokenizer=trainer.tokenizer,
     )
+    built = time.perf_counter()
     metrics: dict[str, float] = {}
     if any(s.advantage != 0.0 for s in samples) or cfg.kl_coef or cfg.entropy_coef:
         metrics = trainer.step(samples)
-    return report, stale, metrics
+    return report, stale, metrics, built
 
 
 def _record(step: int, results: Sequence[Any], report: Any, metrics: dict[str, float], seconds: float,

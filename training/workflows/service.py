@@ -14,13 +14,15 @@ import logging
 import uuid
 from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack, aclosing
+from datetime import UTC, datetime
 from typing import Any
 
 from environments.records import RolloutResult, RolloutSpec
 from environments.taskdir import TaskDir
 from openforge.settings import get_settings
-from storage.db import make_engine
+from storage.db import make_engine, session_scope
 from storage.migrate import upgrade
+from storage.models import Rollout, RolloutStatus
 from training.engines.base import ChatEngine
 from training.orchestrator.factory import make_backend
 from training.orchestrator.scheduler import Scheduler, new_rollout_id
@@ -143,3 +145,18 @@ class RolloutService:
                 {"index": c.index, "api": c.api, "request": c.request, "response": c.response} for c in calls
             ]
         return out
+
+
+def mark_unfinished_cancelled(db: Any, run_id: str, loop: str) -> int:
+    """Rows of ``run_id`` still ``pending``/``running`` → ``infra_error`` / ``cancelled`` (rollouts a
+    cancelled run's ``loop`` had started and never finished); how many."""
+    with session_scope(db) as session:
+        rows = session.query(Rollout).filter(
+            Rollout.run_id == run_id,
+            Rollout.status.in_([RolloutStatus.pending.value, RolloutStatus.running.value])).all()
+        for row in rows:
+            row.status = RolloutStatus.infra_error.value
+            row.error_kind = "cancelled"
+            row.error = f"cancelled with its rl-train run ({loop})"
+            row.finished_at = datetime.now(UTC)
+        return len(rows)

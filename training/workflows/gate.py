@@ -1,0 +1,72 @@
+"""A gate in front of the policy engine: model calls wait while it is closed.
+
+The synchronous GRPO loop starts the next step's rollouts (sandboxes, runners, mock
+services, harness start-up, everything up to the first model call) while the current step
+trains, and closes the gate meanwhile: those first calls wait here until the new weights are
+in the engine, so every call is still sampled by the trainer's current policy (the engine
+records the version it admitted the call under; the loop checks it, see
+:func:`training.trajectory.staleness.filter_stale`). What the overlap hides is the rollouts'
+start-up, the "to first call" part of ``bench/rl_step.py``'s orchestration time.
+
+:class:`GatedEngine` wraps a :class:`~training.engines.base.ChatEngine` and delegates the rest;
+the wait happens before the wrapped engine sees the call, so an engine's busy-time record
+(:class:`training.workflows.activity.TimedEngine`, wrapped inside) does not count it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+
+class CallGate:
+    """Open or closed; :meth:`wait` returns at once while open. Starts open."""
+
+    def __init__(self) -> None:
+        self._open = asyncio.Event()
+        self._open.set()
+
+    @property
+    def is_open(self) -> bool:
+        return self._open.is_set()
+
+    def close(self) -> None:
+        self._open.clear()
+
+    def open(self) -> None:
+        self._open.set()
+
+    async def wait(self) -> None:
+        await self._open.wait()
+
+
+class GatedEngine:
+    """A ChatEngine whose calls first wait for ``gate`` to be open; everything else is delegated."""
+
+    def __init__(self, engine: Any, gate: CallGate) -> None:
+        self._engine = engine
+        self.gate = gate
+        #: seconds each call that found the gate closed waited at it (a proxy records a call's
+        #: latency around the whole engine call, this wait included)
+        self.waits: list[float] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine, name)
+
+    @property
+    def policy_version(self) -> Any:
+        return self._engine.policy_version
+
+    async def chat_completions(self, body: dict[str, Any]) -> dict[str, Any]:
+        if not self.gate.is_open:
+            t0 = time.perf_counter()
+            await self.gate.wait()
+            self.waits.append(time.perf_counter() - t0)
+        return await self._engine.chat_completions(body)
+
+    async def list_models(self) -> list[str]:
+        return await self._engine.list_models()
+
+    async def aclose(self) -> None:  # the run closes the engine it made itself
+        return None
