@@ -160,13 +160,13 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     print(f"seeds: task sampling {args.seed}, train.seed {preset.train.seed}; engine {plan.engine.kind}; "
           f"train.prestart_rollouts {preset.train.prestart_rollouts}")
     rows: list[dict[str, Any]] = []
-    proxy_seen = gate_seen = 0
+    proxy_seen = 0
     gated = GatedEngine(timed, gate)
 
     def on_step(done: SyncStep) -> None:
         # the step runs from `began` (the last weights in the engine) to `pushed`; rollouts
         # started earlier (prestart) ran beside the previous step's training, counted there
-        nonlocal proxy_seen, gate_seen
+        nonlocal proxy_seen
         s0, s1 = done.began, done.rollouts_done
         calls = {row.id: c for row, c in load_rollouts_with_calls(db, rollout_ids=[r.rollout_id for r in done.results])}
         in_phase = [(a, b) for a, b in timed.intervals if s0 <= a < s1]
@@ -179,11 +179,11 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         wall["orchestration"] = wall["step"] - wall["generation"] - wall["training"]
         rows.append({"step": done.step, "wall": wall,
                      "rollout_seconds": rollout_seconds(done.results, calls, sum(proxy_ms[proxy_seen:]),
-                                                        sum(gated.waits[gate_seen:])),
+                                                        sum(w for end, w in gated.waits if s0 <= end < done.pushed)),
                      "rollouts": len(done.results), "calls": sum(len(c) for c in calls.values()),
                      "outcomes": sorted({r.status.value for r in done.results}),
                      "samples": int(done.metrics.get("samples", 0)), "load1": os.getloadavg()[0]})
-        proxy_seen, gate_seen = len(proxy_ms), len(gated.waits)
+        proxy_seen = len(proxy_ms)
         print_step(rows[-1])
 
     try:

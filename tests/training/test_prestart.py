@@ -51,7 +51,7 @@ def test_a_closed_gate_holds_calls_until_it_opens_and_counts_their_wait() -> Non
         inner.policy_version = 8  # the new weights arrive while it waits
         gate.open()
         assert await call == {"version": 8}
-        assert len(engine.waits) == 1 and engine.waits[0] >= 0.15
+        assert len(engine.waits) == 1 and engine.waits[0][1] >= 0.15
         assert engine.policy_version == 8 and await engine.list_models() == ["policy"]
 
     asyncio.run(main())
@@ -140,7 +140,10 @@ def test_early_started_rollouts_wait_for_the_new_weights_and_stay_on_policy(tmp_
     assert steps[0].rollouts_started == steps[0].began
     if prestart:  # steps 2 and 3 started during the previous step's training; some calls waited at the gate
         assert all(s.rollouts_started < s.began for s in steps[1:])
-        assert gated.waits and max(gated.waits) > 0.5
+        assert gated.waits and max(w for _, w in gated.waits) > 0.5
+        # every wait ended when a step's weights were in: at or just after some step's push
+        pushes = [s.pushed for s in steps]
+        assert all(any(0 <= end - p < 0.5 for p in pushes) for end, _ in gated.waits)
     else:
         assert all(s.rollouts_started == s.began for s in steps[1:]) and gated.waits == []
     ids = {r.rollout_id for s in steps for r in s.results}

@@ -47,9 +47,10 @@ class GatedEngine:
     def __init__(self, engine: Any, gate: CallGate) -> None:
         self._engine = engine
         self.gate = gate
-        #: seconds each call that found the gate closed waited at it (a proxy records a call's
-        #: latency around the whole engine call, this wait included)
-        self.waits: list[float] = []
+        #: ``(when it ended, seconds)`` of each wait of a call that found the gate closed, on
+        #: the ``time.perf_counter`` clock (a proxy records a call's latency around the whole
+        #: engine call, this wait included)
+        self.waits: list[tuple[float, float]] = []
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._engine, name)
@@ -62,7 +63,8 @@ class GatedEngine:
         if not self.gate.is_open:
             t0 = time.perf_counter()
             await self.gate.wait()
-            self.waits.append(time.perf_counter() - t0)
+            t1 = time.perf_counter()
+            self.waits.append((t1, t1 - t0))
         return await self._engine.chat_completions(body)
 
     async def list_models(self) -> list[str]:
