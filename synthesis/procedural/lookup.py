@@ -5,7 +5,8 @@ The main job's family (``openforge pipeline --preset local``): a task a small po
 one tool (``contacts_search``) and asked for one attribute of one person; the verifier gives
 partial credit — 0.2 for calling the tool successfully, 0.2 more when the query names the
 person, 0.1 for a final reply about that person (it names them), 0.5 for a reply holding the
-right value — so "right tool, well-formed call, right answer" are rungs a policy can climb
+right value and no wrong one (none of the person's other attributes, no one else's value:
+an answer, not a dump of the search result) — so "right tool, well-formed call, right answer" are rungs a policy can climb
 one at a time, and a base policy that never calls a tool still earns the small one sometimes. The no-op agent scores 0
 (no call, no reply) and the oracle 1. Difficulty adds contacts and a decoy who shares the
 person's first name.
@@ -41,6 +42,18 @@ def _contact(rng: random.Random, person: fx.Person, index: int) -> dict:
             "company": person.company, "title": rng.choice(TITLES), "notes": ""}
 
 
+def _wrong_values(contacts: list[dict], target: dict, attr: str) -> list[str]:
+    """What a precise answer does not hold: the person's other attributes and the asked
+    attribute of everyone else (where it differs from the answer). A reply that dumps the
+    search result (the record, or several) names the right value too; without this check
+    it earned full credit, and GRPO on the 135M policy learnt to echo the tool output into
+    every reply in one of three main-job runs (docs/training-loop.md, session 14)."""
+    value = str(target[attr])
+    wrong = {str(target[a]) for a in ATTRIBUTES if a != attr}
+    wrong |= {str(c[attr]) for c in contacts if c is not target}
+    return sorted(w for w in wrong if w and w.casefold() not in value.casefold() and value.casefold() not in w.casefold())
+
+
 @family("contact-lookup", ["contacts"])
 def contact_lookup(rng: random.Random, difficulty: Difficulty) -> ProceduralTask:
     folks = fx.people(rng, 3 + 2 * _SCALE[difficulty], companies=4)
@@ -61,7 +74,8 @@ def contact_lookup(rng: random.Random, difficulty: Difficulty) -> ProceduralTask
         {"name": "searched_for_person", "kind": "audit", "service": "contacts",
          "where": {**search, "args.query": {"contains": person.last}}, "min": 1, "weight": WEIGHTS["searched_for_person"]},
         {"name": "names_person", "kind": "answer", "contains": [person.last], "weight": WEIGHTS["names_person"]},
-        {"name": "right_answer", "kind": "answer", "contains": [value], "weight": WEIGHTS["right_answer"]},
+        {"name": "right_answer", "kind": "answer", "contains": [value], "excludes": _wrong_values(contacts, target, attr),
+         "weight": WEIGHTS["right_answer"]},
     ]
     return ProceduralTask(
         family="", seed=0, difficulty="easy", category="lookup", title=f"Look up {person.name}'s {ATTRIBUTES[attr]}",

@@ -12,8 +12,9 @@ not_contains, all_contain, time_eq, num_eq, prefix):
 - ``{"kind": "state", "service", "collection", "where", "count"? | "min"? | "max"?}``
 - ``{"kind": "audit", "service", "where", "count"? | "min"? | "max"?}`` over audit events
 - ``{"kind": "file", "path", "contains"?: [..], "number"?: x, "lines"?: [..]}`` (workspace)
-- ``{"kind": "answer", "contains"?: [..], "any_of"?: [..]}``: the harness's final reply
-  (``/logs/agent/final_answer.txt``) holds every ``contains`` string and one ``any_of`` one
+- ``{"kind": "answer", "contains"?: [..], "any_of"?: [..], "excludes"?: [..]}``: the harness's
+  final reply (``/logs/agent/final_answer.txt``) holds every ``contains`` string, one ``any_of``
+  one and no ``excludes`` one
 """
 
 from __future__ import annotations
@@ -129,6 +130,8 @@ def run(c):
             return False
         text = norm(open(path, encoding="utf-8", errors="replace").read())
         if not text or not all(norm(s) in text for s in c.get("contains", [])):
+            return False
+        if any(norm(s) in text for s in c.get("excludes", [])):
             return False
         return not c.get("any_of") or any(norm(s) in text for s in c["any_of"])
     return False

@@ -49,13 +49,23 @@ def _agent(query: str | None, answer: str | None) -> list[str]:
         ("{last}", None, WEIGHTS["searched"] + WEIGHTS["searched_for_person"]),
         (None, "I do not know {last}'s details.", WEIGHTS["names_person"]),
         ("{first} {last}", "{first} {last}: {value}", 1.0),
+        # the search result echoed as the reply (the person's record, or every match): the
+        # right value is in it, and so are wrong ones; an answer holds only the right one
+        ("{first} {last}", "{record}", 1.0 - WEIGHTS["right_answer"]),
+        ("{first} {last}", "{matches}", 1.0 - WEIGHTS["right_answer"]),
     ],
+    ids=["other-person", "surname-only", "no-call", "answer", "record-dump", "all-matches-dump"],
 )
 def test_rungs_give_partial_credit(tmp_path: Path, query: str | None, answer: str | None, expected: float) -> None:
     spec, td = _task(tmp_path)
     first, last = spec.solution[0].args["query"].split(" ", 1)
     value = spec.checks[-1]["contains"][0]
-    fill = {"first": first, "last": last, "value": value}
+    contacts = spec.fixtures["contacts"]["contacts"]
+    record = next(c for c in contacts if c["name"] == f"{first} {last}")
+    matches = [c for c in contacts if first in c["name"] or last in c["name"]]
+    assert len(matches) >= 2  # hard: the decoy shares the first name
+    fill = {"first": first, "last": last, "value": value, "record": json.dumps({"result": {"contacts": [record]}}),
+            "matches": json.dumps({"result": {"contacts": matches}})}
     argv = _agent(query.format(**fill) if query else None, answer.format(**fill) if answer else None)
     out = asyncio.run(rollout_once(str(td.path), "command", harness_options={"argv": argv}, record=False))
     assert out["status"] == "ok", out

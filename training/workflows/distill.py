@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from environments.taskdir import TaskDir
 from openforge.presets import Preset
 from openforge.settings import get_settings
+from training.trajectory import Trajectory
 from training.trajectory.sft import (
     filter_sft_trajectories,
     sft_examples,
@@ -45,6 +46,15 @@ class DistillReport(BaseModel):
     jsonl: str
     parquet: str
     seconds: float
+
+
+def canonical_order(trajectories: Sequence[Trajectory], tasks: Sequence[TaskDir]) -> list[Trajectory]:
+    """``trajectories`` in the order of ``tasks``, then by their tokens: independent of the order
+    the rollouts happened to finish in, so that the SFT data (and the seeded SFT shuffle over
+    it) come out the same on every run with the same tasks and teacher."""
+    position = {task.id: i for i, task in enumerate(tasks)}
+    return sorted(trajectories, key=lambda t: (position.get(t.task_id or "", len(position)), t.task_id or "",
+                                               [(s.prompt_ids, s.response_ids) for s in t.samples]))
 
 
 async def _teacher_engine(teacher: str, preset: Preset, tasks: Sequence[TaskDir], tokenizer: Any, model_path: str | None) -> Any:
@@ -89,6 +99,7 @@ async def distill(
                                    model=teacher if teacher != "local" else "policy") as service:
             results = await service.run_groups(tasks, n_per_task, role="teacher", progress=progress)
             trajectories, _ = service.trajectories(results, tokenizer=tokenizer)
+            trajectories = canonical_order(trajectories, tasks)
     finally:
         await engine.aclose()
     kept, report = filter_sft_trajectories(

@@ -39,6 +39,7 @@ from openforge.settings import get_settings
 from storage.db import make_engine
 from storage.migrate import upgrade
 from training.trajectory import prepare_grpo_batch
+from training.trajectory.batch import BatchReport
 from training.trajectory.staleness import StalenessPolicy, StalenessReport, filter_stale
 from training.workflows.activity import TimedEngine
 from training.workflows.common import (
@@ -191,7 +192,7 @@ class SyncStep:
 
     step: int
     results: list[RolloutResult]
-    report: Any  # training.trajectory.GroupBatchReport
+    report: BatchReport
     stale: StalenessReport
     metrics: dict[str, float]
     began: float
