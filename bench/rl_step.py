@@ -55,34 +55,6 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
-class TimedEngine:
-    """Wraps a ChatEngine; records each call's (start, end) (everything else is delegated)."""
-
-    def __init__(self, engine: Any) -> None:
-        self._engine = engine
-        self.intervals: list[tuple[float, float]] = []
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._engine, name)
-
-    @property
-    def policy_version(self) -> Any:
-        return self._engine.policy_version
-
-    async def chat_completions(self, body: dict[str, Any]) -> dict[str, Any]:
-        t0 = time.perf_counter()
-        try:
-            return await self._engine.chat_completions(body)
-        finally:
-            self.intervals.append((t0, time.perf_counter()))
-
-    async def list_models(self) -> list[str]:
-        return await self._engine.list_models()
-
-    async def aclose(self) -> None:  # the run closes the real engine itself
-        return None
-
-
 def install_proxy_timing_hook() -> list[float]:
     """Collect the proxy's own ms per call (what its Server-Timing header reports)."""
     import training.proxy.routes.model_call as proxy_calls
@@ -128,7 +100,7 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     from storage.db import make_engine
     from storage.migrate import upgrade
     from training.trajectory.source import load_rollouts_with_calls
-    from training.workflows.activity import union_seconds
+    from training.workflows.activity import TimedEngine, union_seconds
     from training.workflows.common import rollout_service
     from training.workflows.compose import compose
     from training.workflows.gate import CallGate, GatedEngine
@@ -169,8 +141,8 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         nonlocal proxy_seen
         s0, s1 = done.began, done.rollouts_done
         calls = {row.id: c for row, c in load_rollouts_with_calls(db, rollout_ids=[r.rollout_id for r in done.results])}
-        in_phase = [(a, b) for a, b in timed.intervals if s0 <= a < s1]
-        wall = {"rollouts": s1 - s0, "generation": union_seconds(timed.intervals, s0, s1),
+        in_phase = [(a, b) for a, b in timed.activity.closed if s0 <= a < s1]
+        wall = {"rollouts": s1 - s0, "generation": union_seconds(timed.activity.closed, s0, s1),
                 "reconstruction": done.built - s1, "training": done.trained - done.built,
                 "weight sync": done.pushed - done.trained, "step": done.pushed - s0,
                 "started early by": max(0.0, s0 - done.rollouts_started),

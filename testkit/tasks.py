@@ -4,6 +4,7 @@ writes it; the no-op agent does not)."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from environments.taskdir import TaskConfig, TaskSection, write_task
@@ -17,6 +18,22 @@ echo "$r" > "${LOGS_DIR:-/logs}/verifier/reward.txt"
 SOLVE_SH = """#!/usr/bin/env bash
 echo hello > out.txt
 """
+#: A command-harness agent for the hello task: one chat call through the proxy, then the
+#: answer half the time (a coin flip: reward variance in every GRPO group).
+ONE_CALL_AGENT = """
+import json, os, random, sys, urllib.request
+body = json.dumps({"model": "policy", "messages": [{"role": "user", "content": "Write hello."}], "max_tokens": 4})
+req = urllib.request.Request(os.environ["OPENFORGE_BASE_URL"] + "/chat/completions", data=body.encode(),
+    headers={"content-type": "application/json", "authorization": "Bearer " + os.environ["OPENFORGE_ROLLOUT_TOKEN"]})
+urllib.request.urlopen(req, timeout=300).read()
+if random.random() < 0.5:
+    open(os.path.join(sys.argv[1], "out.txt"), "w").write("hello")
+"""
+
+
+def one_call_agent_argv() -> list[str]:
+    """``harness_options.argv`` of the command harness running :data:`ONE_CALL_AGENT`."""
+    return [sys.executable, "-c", ONE_CALL_AGENT, "{workspace}"]
 
 
 def make_task(root: Path, name: str = "tiny", *, dockerfile: str = "FROM debian:bookworm-slim\nWORKDIR /app\n",

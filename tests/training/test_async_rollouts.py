@@ -17,18 +17,13 @@ import torch
 
 from environments.records import Outcome, RolloutResult
 from openforge.presets import TrainConfig
+from testkit.tasks import one_call_agent_argv
 from tests.training.trainers.conftest import make_tiny_llama
 from training.trajectory import prepare_grpo_batch
 from training.trajectory.staleness import StalenessPolicy, filter_stale
 from training.workflows.activity import Activity
 
-
-@pytest.fixture(autouse=True)
-def _few_threads():  # noqa: ANN202 - polite on shared 2-core machines
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def result(rollout_id: str, group_id: str, reward: float, status: Outcome = Outcome.ok) -> RolloutResult:
@@ -259,17 +254,6 @@ def test_a_trajectory_spanning_two_versions_gets_per_call_ratios_against_the_rig
 
 
 # ------------------------------------------------------------------ cancelling an async rl_train
-@pytest.fixture
-def tiny_policy_dir(tmp_path: Path) -> Path:
-    from testkit.models import build_tiny_model, build_tiny_tokenizer
-
-    folder = tmp_path / "tiny-policy"
-    tokenizer = build_tiny_tokenizer()
-    build_tiny_model(len(tokenizer)).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
-
-
 def test_cancelling_an_async_run_leaves_no_sandbox_or_claim_behind(tmp_path: Path, tiny_policy_dir: Path) -> None:
     from environments.taskdir import load_task
     from openforge.presets import load_preset
@@ -361,22 +345,10 @@ def test_async_keys_are_typed_and_refused_where_nothing_would_read_them(tmp_path
         compose(claw, "rl")
 
 
-ONE_CALL = """
-import json, os, random, sys, urllib.request
-body = json.dumps({"model": "policy", "messages": [{"role": "user", "content": "Write hello."}], "max_tokens": 4})
-req = urllib.request.Request(os.environ["OPENFORGE_BASE_URL"] + "/chat/completions", data=body.encode(),
-    headers={"content-type": "application/json", "authorization": "Bearer " + os.environ["OPENFORGE_ROLLOUT_TOKEN"]})
-urllib.request.urlopen(req, timeout=120).read()
-if random.random() < 0.5:
-    open(os.path.join(sys.argv[1], "out.txt"), "w").write("hello")
-"""
-
-
 def test_an_async_run_trains_on_real_rollouts_and_reports_idle_and_staleness(tmp_path: Path,
                                                                             tiny_policy_dir: Path) -> None:
     """The real path: local engine (tiny policy) behind the proxy, command-harness rollouts in
     local sandboxes, the local trainer; 3 async steps, every one an optimiser update."""
-    import sys
 
     from environments.taskdir import load_task
     from openforge.presets import load_preset
@@ -392,7 +364,7 @@ def test_an_async_run_trains_on_real_rollouts_and_reports_idle_and_staleness(tmp
         "train.entropy_coef": 0.001, "train.drop_zero_variance_groups": False, "train.lr": 1e-4,
         "engine.model_path": str(tiny_policy_dir), "engine.context_length": None, "engine.threads": 1,
         "rollout.harness": "command", "rollout.concurrency": 4, "rollout.timeout_sec": 120,
-        "harness_options": {"argv": [sys.executable, "-c", ONE_CALL, "{workspace}"]}})
+        "harness_options": {"argv": one_call_agent_argv()}})
     task = load_task(make_task(tmp_path / "tasks"))
     steps: list[Any] = []
     report = asyncio.run(rl_train(preset, [task], steps=3, run_id="async-real", out_dir=tmp_path / "run",

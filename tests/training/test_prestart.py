@@ -7,22 +7,15 @@ trainer; the weight push is slowed down so that calls do arrive while it runs.""
 from __future__ import annotations
 
 import asyncio
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
 
+from testkit.tasks import one_call_agent_argv
 from training.workflows.gate import CallGate, GatedEngine
 
-
-@pytest.fixture(autouse=True)
-def _few_threads():  # noqa: ANN202 - polite on shared 2-core machines
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 class Echo:
@@ -57,28 +50,6 @@ def test_a_closed_gate_holds_calls_until_it_opens_and_counts_their_wait() -> Non
     asyncio.run(main())
 
 
-ONE_CALL = """
-import json, os, random, sys, urllib.request
-body = json.dumps({"model": "policy", "messages": [{"role": "user", "content": "Write hello."}], "max_tokens": 4})
-req = urllib.request.Request(os.environ["OPENFORGE_BASE_URL"] + "/chat/completions", data=body.encode(),
-    headers={"content-type": "application/json", "authorization": "Bearer " + os.environ["OPENFORGE_ROLLOUT_TOKEN"]})
-urllib.request.urlopen(req, timeout=300).read()
-if random.random() < 0.5:
-    open(os.path.join(sys.argv[1], "out.txt"), "w").write("hello")
-"""
-
-
-@pytest.fixture
-def tiny_policy_dir(tmp_path: Path) -> Path:
-    from testkit.models import build_tiny_model, build_tiny_tokenizer
-
-    folder = tmp_path / "tiny-policy"
-    tokenizer = build_tiny_tokenizer()
-    build_tiny_model(len(tokenizer)).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
-
-
 def _preset(tiny_policy_dir: Path, prestart: bool) -> Any:
     from openforge.presets import load_preset
 
@@ -87,7 +58,7 @@ def _preset(tiny_policy_dir: Path, prestart: bool) -> Any:
         "train.entropy_coef": 0.001, "train.drop_zero_variance_groups": False, "train.lr": 1e-4,
         "engine.model_path": str(tiny_policy_dir), "engine.context_length": None, "engine.threads": 1,
         "rollout.harness": "command", "rollout.concurrency": 4, "rollout.timeout_sec": 300,
-        "harness_options": {"argv": [sys.executable, "-c", ONE_CALL, "{workspace}"]}})
+        "harness_options": {"argv": one_call_agent_argv()}})
 
 
 async def _sync_run(preset: Any, tmp_path: Path, run_id: str, steps: int, push_delay: float,

@@ -56,3 +56,29 @@ class ChatEngine(Protocol):
 
     async def aclose(self) -> None:
         ...
+
+
+class EngineWrapper:
+    """A ChatEngine around another one: ``chat_completions`` and ``list_models`` are passed
+    on, everything else is read from the wrapped engine, and ``aclose`` does nothing (the
+    wrapped engine belongs to whoever made it). Subclasses add something around the calls
+    (their timing, a gate)."""
+
+    def __init__(self, engine: Any) -> None:
+        self._engine = engine
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine, name)
+
+    @property
+    def policy_version(self) -> Any:
+        return self._engine.policy_version
+
+    async def chat_completions(self, body: dict[str, Any]) -> dict[str, Any]:
+        return await self._engine.chat_completions(body)
+
+    async def list_models(self) -> list[str]:
+        return await self._engine.list_models()
+
+    async def aclose(self) -> None:
+        return None

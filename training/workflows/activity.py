@@ -13,6 +13,8 @@ import itertools
 import time
 from typing import Any
 
+from training.engines.base import EngineWrapper
+
 
 def union_seconds(intervals: list[tuple[float, float]], lo: float, hi: float) -> float:
     """Length of the union of ``intervals`` clipped to [lo, hi]."""
@@ -57,19 +59,12 @@ class Activity:
         self.closed = [(a, b) for a, b in self.closed if b >= t]
 
 
-class TimedEngine:
+class TimedEngine(EngineWrapper):
     """A ChatEngine whose calls are recorded in ``activity``; everything else is delegated."""
 
     def __init__(self, engine: Any, activity: Activity | None = None) -> None:
-        self._engine = engine
+        super().__init__(engine)
         self.activity = activity or Activity()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._engine, name)
-
-    @property
-    def policy_version(self) -> Any:
-        return self._engine.policy_version
 
     async def chat_completions(self, body: dict[str, Any]) -> dict[str, Any]:
         key = self.activity.begin()
@@ -77,9 +72,3 @@ class TimedEngine:
             return await self._engine.chat_completions(body)
         finally:
             self.activity.end(key)
-
-    async def list_models(self) -> list[str]:
-        return await self._engine.list_models()
-
-    async def aclose(self) -> None:  # the run closes the engine it made itself
-        return None

@@ -19,6 +19,8 @@ import asyncio
 import time
 from typing import Any
 
+from training.engines.base import EngineWrapper
+
 
 class CallGate:
     """Open or closed; :meth:`wait` returns at once while open. Starts open."""
@@ -41,23 +43,16 @@ class CallGate:
         await self._open.wait()
 
 
-class GatedEngine:
+class GatedEngine(EngineWrapper):
     """A ChatEngine whose calls first wait for ``gate`` to be open; everything else is delegated."""
 
     def __init__(self, engine: Any, gate: CallGate) -> None:
-        self._engine = engine
+        super().__init__(engine)
         self.gate = gate
         #: ``(when it ended, seconds)`` of each wait of a call that found the gate closed, on
         #: the ``time.perf_counter`` clock (a proxy records a call's latency around the whole
         #: engine call, this wait included)
         self.waits: list[tuple[float, float]] = []
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._engine, name)
-
-    @property
-    def policy_version(self) -> Any:
-        return self._engine.policy_version
 
     async def chat_completions(self, body: dict[str, Any]) -> dict[str, Any]:
         if not self.gate.is_open:
@@ -66,9 +61,3 @@ class GatedEngine:
             t1 = time.perf_counter()
             self.waits.append((t1, t1 - t0))
         return await self._engine.chat_completions(body)
-
-    async def list_models(self) -> list[str]:
-        return await self._engine.list_models()
-
-    async def aclose(self) -> None:  # the run closes the engine it made itself
-        return None
