@@ -6,8 +6,9 @@ one tool (``contacts_search``) and asked for one attribute of one person; the ve
 partial credit — 0.2 for calling the tool successfully, 0.2 more when the query names the
 person, 0.1 for a final reply about that person (it names them), 0.5 for a reply holding the
 right value and no wrong one (none of the person's other attributes, no one else's value:
-an answer, not a dump of the search result) — so "right tool, well-formed call, right answer" are rungs a policy can climb
-one at a time, and a base policy that never calls a tool still earns the small one sometimes. The no-op agent scores 0
+an answer, not a dump of the search result) — so "right tool, well-formed call, right
+answer" are rungs a policy can climb one at a time, and a base policy that never calls a
+tool still earns the small one sometimes. The no-op agent scores 0
 (no call, no reply) and the oracle 1. Difficulty adds contacts and a decoy who shares the
 person's first name.
 """

@@ -349,7 +349,6 @@ def test_an_async_run_trains_on_real_rollouts_and_reports_idle_and_staleness(tmp
                                                                             tiny_policy_dir: Path) -> None:
     """The real path: local engine (tiny policy) behind the proxy, command-harness rollouts in
     local sandboxes, the local trainer; 3 async steps, every one an optimiser update."""
-
     from environments.taskdir import load_task
     from openforge.presets import load_preset
     from openforge.settings import get_settings
