@@ -1086,6 +1086,16 @@ def report(results: list[Result], direct: Result, repeat: int, concurrency: int)
     return "\n".join(lines)
 
 
+def drop_records(workdir: Path) -> None:
+    """Remove the recorded databases and side files (GBs after the trajectory workloads; their
+    sizes are already measured) and keep the logs."""
+    import shutil
+
+    for path in workdir.iterdir():
+        if path.name.endswith((".db", ".db-wal", ".db-shm", ".db-calls")):
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+
+
 async def main(args: argparse.Namespace) -> int:
     try:
         import uvloop
@@ -1140,6 +1150,8 @@ async def main(args: argparse.Namespace) -> int:
             print(f"trajectories done ({time.monotonic() - t_start:.0f}s)", flush=True)
     finally:
         engine.stop()
+        if not args.keep_records:
+            drop_records(workdir)
     print(f"\nconcurrency {args.concurrency}, {args.duration:.0f}s per throughput run, {args.n_latency} sequential "
           f"calls for latency, {os.cpu_count()} CPUs; logs in {workdir}\n")
     print(report(results, direct, args.repeat, args.concurrency))
@@ -1165,6 +1177,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--venv", type=Path, default=DEFAULT_VENV, help="venv holding the peers (created if missing)")
     p.add_argument("--skip-peers", action="store_true", help="only the direct engine and this proxy")
     p.add_argument("--json", help="also write the results to this JSON file")
+    p.add_argument("--keep-records", action="store_true",
+                   help="keep the recorded databases in the work dir (removed by default: GBs after the workloads)")
     p.add_argument("--serve-mock", type=int, help=argparse.SUPPRESS)
     p.add_argument("--engine-delay", type=float, default=1.0,
                    help="seconds the mock engine takes per trajectory call (a real engine's service time)")
