@@ -41,6 +41,9 @@ class TrainConfig(_Section):
         "replicas). None: verl for engine.kind = 'vllm' on cuda, else local (see effective_trainer).")
     nnodes: int = Field(1, ge=1, description="veRL only: nodes of the training job.")
     n_gpus_per_node: int | None = Field(None, ge=1, description="veRL only: GPUs per node (None: every GPU of the node).")
+    rollout_gpus_per_node: int | None = Field(
+        None, ge=1, description="veRL with async_rollouts only: how many of each node's GPUs serve the rollout "
+        "replicas of veRL's fully asynchronous trainer; the rest train (None: half, at least one each).")
     lr: float = Field(1e-6, gt=0)
     weight_decay: float = Field(0.0, ge=0)
     adam_betas: tuple[float, float] = (0.9, 0.999)
@@ -94,8 +97,10 @@ class TrainConfig(_Section):
         "explicitly with either it is rejected.")
     # Asynchronous rollouts with bounded staleness (issue 17; docs/training-loop.md)
     async_rollouts: bool = Field(
-        False, description="Roll out the next step(s) while the current one trains (local trainer, local engine). "
-        "A step takes the first train_batch_size finished groups, waiting at most rollout.timeout_sec.")
+        False, description="Roll out the next step(s) while the current one trains. Local trainer (local engine): "
+        "a step takes the first train_batch_size finished groups, waiting at most rollout.timeout_sec. veRL: its "
+        "fully asynchronous trainer (verl.experimental.fully_async_policy), rollout and training on separate GPUs "
+        "(rollout_gpus_per_node), every sample trained against its recorded logprobs (stale_policy = 'correct').")
     max_staleness: int = Field(
         1, ge=0, description="Policy versions a call may lag the trainer and still train as on-policy; in async "
         "mode also how many steps of rollouts run ahead (>= 1 there).")
@@ -231,6 +236,7 @@ class Preset(BaseModel):
         if effective_trainer(self) == "local":
             stray = ["train.nnodes"] if self.train.nnodes != 1 else []
             stray += ["train.n_gpus_per_node"] if self.train.n_gpus_per_node is not None else []
+            stray += ["train.rollout_gpus_per_node"] if self.train.rollout_gpus_per_node is not None else []
             if stray:
                 raise ValueError(f"{', '.join(stray)}: not read by the local trainer (veRL settings; "
                                  "set train.trainer = 'verl')")

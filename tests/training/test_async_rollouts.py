@@ -340,9 +340,12 @@ def test_async_keys_are_typed_and_refused_where_nothing_would_read_them(tmp_path
         load_preset("local", {"train.async_rollouts": True, "train.max_staleness": 0})
     with pytest.raises(PresetError, match="stale_policy"):
         load_preset("local", {"train.stale_policy": "mix"})
-    claw = load_preset("claw", {"train.async_rollouts": True})  # vLLM on cuda: veRL
-    with pytest.raises(CompositionError, match="train.async_rollouts = true is built for the local trainer"):
+    claw = load_preset("claw", {"train.async_rollouts": True})  # vLLM on cuda: veRL, which drops nothing
+    with pytest.raises(CompositionError, match="train.stale_policy = 'drop' with veRL's asynchronous trainer"):
         compose(claw, "rl")
+    vllm_local = load_preset("claw", {"train.async_rollouts": True, "train.trainer": "local"})
+    with pytest.raises(CompositionError, match="with the local trainer is built for engine.kind = 'local' only"):
+        compose(vllm_local, "rl")
 
 
 def test_an_async_run_trains_on_real_rollouts_and_reports_idle_and_staleness(tmp_path: Path,

@@ -152,3 +152,39 @@ async def test_rl_train_refuses_before_loading_anything(tmp_path: Path) -> None:
     with pytest.raises(CompositionError, match="train.trainer = 'verl' needs engine.kind"):
         await rl_train(load_preset("claw", {"engine.kind": "local", "train.trainer": "verl"}), [], out_dir=tmp_path)
     assert not any(tmp_path.iterdir())
+
+
+def test_async_claw_on_a_gpu_node_is_verls_fully_async_trainer_on_split_gpus(tmp_path: Path) -> None:
+    preset = load_preset("claw", {"train.async_rollouts": True, "train.stale_policy": "correct", "train.max_staleness": 2})
+    c = compose(preset, "rl", host=GPU_NODE, run_dir=tmp_path)
+    assert c.trainer is not None and c.trainer.kind == "verl" and c.host_problems == []
+    overrides = dict(a.split("=", 1) for a in c.trainer.command[3:])
+    assert overrides["async_training.staleness_threshold"] == "2.0" and overrides["async_training.partial_rollout"] == "false"
+    assert (overrides["rollout.n_gpus_per_node"], overrides["trainer.n_gpus_per_node"]) == ("4", "4")  # half each
+    assert overrides["actor_rollout_ref.actor.use_rollout_log_probs"] == "true"
+    assert overrides["rollout.total_rollout_steps"] == str(preset.train.steps * preset.train.train_batch_size)
+    split = compose(load_preset("claw", {"train.async_rollouts": True, "train.stale_policy": "correct",
+                                         "train.rollout_gpus_per_node": 6}), "rl", host=GPU_NODE, run_dir=tmp_path)
+    assert dict(a.split("=", 1) for a in split.trainer.command[3:])["trainer.n_gpus_per_node"] == "2"
+    one_gpu = Host(**{**GPU_NODE.__dict__, "gpus": 1})
+    assert any("the node has 1 GPU(s): veRL's fully asynchronous trainer needs separate" in p
+               for p in compose(preset, "rl", host=one_gpu).host_problems)
+    # the dry run on a CPU box still shows the command, for the smallest node it runs on
+    on_cpu = compose(preset, "rl", host=CPU_BOX)
+    assert "rollout.n_gpus_per_node=1" in on_cpu.trainer.command and on_cpu.host_problems
+
+
+@pytest.mark.parametrize(("overrides", "key"), [
+    ({"train.async_rollouts": True}, "train.stale_policy = 'drop' with veRL's asynchronous trainer"),
+    ({"train.async_rollouts": True, "train.stale_policy": "correct", "train.span_policy": "drop"},
+     "train.span_policy = 'drop' with veRL's asynchronous trainer"),
+    ({"train.async_rollouts": True, "train.stale_policy": "correct", "train.n_gpus_per_node": 4,
+      "train.rollout_gpus_per_node": 4}, "train.rollout_gpus_per_node = 4 leaves none of the node's 4 GPUs"),
+    ({"train.async_rollouts": True, "train.stale_policy": "correct", "train.train_batch_size": 8,
+      "train.ppo_mini_batch_size": 3}, "train.ppo_mini_batch_size = 3 does not divide train.train_batch_size = 8"),
+    ({"train.rollout_gpus_per_node": 2}, "train.rollout_gpus_per_node is read only by veRL's asynchronous trainer"),
+])
+def test_async_verl_refusals_name_the_key(overrides: dict, key: str) -> None:
+    with pytest.raises(CompositionError) as err:
+        compose(load_preset("claw", overrides), "rl", host=GPU_NODE)
+    assert key in str(err.value) and "\n" not in str(err.value)

@@ -36,12 +36,14 @@ _ANTHROPIC_TYPE = {
 class ProxyError(Exception):
     """A request the proxy refuses or could not serve; ``status`` is the HTTP status."""
 
-    def __init__(self, status: int, message: str, *, code: str | None = None, param: str | None = None) -> None:
+    def __init__(self, status: int, message: str, *, code: str | None = None, param: str | None = None,
+                 retry_after: float | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.code = code
         self.param = param
+        self.retry_after = retry_after  # seconds, sent as Retry-After (clients back off, then retry)
 
 
 def error_body(api: Api, status: int, message: str, *, code: str | None = None, param: str | None = None) -> dict:
@@ -54,6 +56,9 @@ def error_body(api: Api, status: int, message: str, *, code: str | None = None, 
 
 
 def error_response(api: Api, exc: ProxyError) -> JSONResponse:
-    return JSONResponse(
+    response = JSONResponse(
         error_body(api, exc.status, exc.message, code=exc.code, param=exc.param), status_code=exc.status
     )
+    if exc.retry_after is not None:
+        response.headers["retry-after"] = f"{exc.retry_after:g}"
+    return response

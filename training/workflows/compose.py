@@ -199,6 +199,35 @@ def _model_label(preset: Preset, model_path: str | Path | None) -> str:
     return str(path) if path else "(default model: SmolLM2-135M-Instruct)"
 
 
+def _check_async(preset: Preset, trainer_kind: str | None, where: str) -> None:
+    """What ``train.async_rollouts`` needs of the rest of the preset (raises :class:`CompositionError`)."""
+    t, e = preset.train, preset.engine
+    if trainer_kind == "local" and e.kind != "local":
+        raise CompositionError(
+            f"{where}: train.async_rollouts = true with the local trainer is built for engine.kind = 'local' only "
+            f"(here {e.kind!r}: its weight push reloads a checkpoint under running rollouts, not wired); set "
+            "engine.kind = 'local', train.trainer = 'verl' (veRL's own asynchronous trainer) or async_rollouts = false")
+    if trainer_kind != "verl":
+        return
+    # veRL's fully async trainer trains every sample against its rollout logprobs (no drop)
+    if t.stale_policy != "correct":
+        raise CompositionError(
+            f"{where}: train.stale_policy = {t.stale_policy!r} with veRL's asynchronous trainer, which trains every "
+            "sample against the logprobs its replica recorded and drops none: set train.stale_policy = 'correct'")
+    if t.span_policy != "per_call":
+        raise CompositionError(
+            f"{where}: train.span_policy = {t.span_policy!r} with veRL's asynchronous trainer, which scores every call "
+            "against the logprobs of the version that sampled it: set train.span_policy = 'per_call'")
+    from training.trainers.verl.config import require_batches, split_gpus  # noqa: PLC0415 - no veRL import
+
+    try:
+        require_batches(preset)
+        if t.n_gpus_per_node is not None:  # else the node's GPUs decide (a host problem when too few)
+            split_gpus(preset, t.n_gpus_per_node)
+    except ValueError as exc:
+        raise CompositionError(f"{where}: {exc}") from exc
+
+
 def compose(preset: Preset, workflow: Workflow = "rl", model_path: str | Path | None = None, *,
             host: Host | None = None, run_dir: str | Path | None = None) -> Composition:
     """What ``workflow`` builds for ``preset`` (see the module doc); raises
@@ -232,11 +261,11 @@ def compose(preset: Preset, workflow: Workflow = "rl", model_path: str | Path | 
         raise CompositionError(
             f"{where}: train.prestart_rollouts is read by the local trainer's synchronous loop only (here: trainer "
             f"{trainer_kind!r}, async_rollouts {preset.train.async_rollouts}); unset it")
-    if workflow == "rl" and preset.train.async_rollouts and (trainer_kind != "local" or e.kind != "local"):
-        raise CompositionError(
-            f"{where}: train.async_rollouts = true is built for the local trainer with engine.kind = 'local' only "
-            f"(here: trainer {trainer_kind!r}, engine {e.kind!r}); veRL's own asynchronous trainer "
-            "(verl.experimental.fully_async_policy) is not wired in; set train.async_rollouts = false")
+    if workflow == "rl" and preset.train.async_rollouts:
+        _check_async(preset, trainer_kind, where)
+    elif workflow == "rl" and preset.train.rollout_gpus_per_node is not None:
+        raise CompositionError(f"{where}: train.rollout_gpus_per_node is read only by veRL's asynchronous trainer "
+                               "(train.trainer = 'verl' with train.async_rollouts = true); unset it")
     if workflow == "rl" and e.kind == "url":
         raise CompositionError(f"{where}: engine.kind = 'url' serves fixed weights no trainer can update; rl-train "
                                "needs engine.kind = 'local' or 'vllm'")
@@ -296,6 +325,14 @@ def compose(preset: Preset, workflow: Workflow = "rl", model_path: str | Path | 
         t = preset.train
         out = Path(run_dir) if run_dir else get_settings().runs_dir / "<run_id>"
         n_gpus = t.n_gpus_per_node or host.gpus or 1
+        if t.async_rollouts:
+            from training.trainers.verl.config import split_gpus  # noqa: PLC0415
+
+            try:
+                split_gpus(preset, n_gpus)
+            except ValueError as exc:  # this node has too few GPUs: the command is shown for the smallest that fits
+                problems.append(f"{where}: {exc}")
+                n_gpus = (t.rollout_gpus_per_node or 1) + 1
         trainer = TrainerPlan(kind="verl", device=e.device, nnodes=t.nnodes, n_gpus_per_node=t.n_gpus_per_node,
                               command=verl_command(preset, model=str(model_path or e.model_path or "<default model>"),
                                                    run_dir=out, n_gpus_per_node=n_gpus),

@@ -240,3 +240,44 @@ def test_verl_agent_loop_runs_a_real_rollout_through_the_module_level_rollout_fu
         assert out.response_mask == list(seg.loss_mask) and out.response_logprobs == list(seg.response_logprobs)
         assert out.reward_score == float(row.reward or 0.0)
         assert out.extra_fields["min_global_steps"] == 2 and out.extra_fields["openforge_rollout_id"] == row.id
+
+
+ASYNC = {"train.train_batch_size": 4, "train.ppo_mini_batch_size": 2, "train.group_size": 2, "train.micro_batch_size": 1,
+         "train.async_rollouts": True, "train.stale_policy": "correct", "train.max_staleness": 2, "train.steps": 5,
+         "train.rollout_gpus_per_node": 2}
+
+
+def test_async_preset_composes_verl_fully_async_trainer_in_strict_mode(tmp_path: Path, tiny_model_dir: Path,
+                                                                       monkeypatch) -> None:
+    """train.async_rollouts with veRL: veRL's fully_async_ppo_trainer config, composed by hydra in
+    struct mode and validated, with the preset's batch, staleness and GPU split; the entry it
+    hands the config to is veRL's own fully_async_main body."""
+    from verl.experimental.fully_async_policy import fully_async_main
+
+    from training.trainers.verl.main import compose_config, is_async, prepare
+    from training.trainers.verl.run import prepare_run
+
+    preset = load_preset("claw", ASYNC)
+    argv, env = prepare_run(preset, _tasks(tmp_path), tmp_path / "run", model=str(tiny_model_dir), run_id="r1",
+                            n_gpus_per_node=4)
+    assert is_async(argv[3:])
+    for key in ("OPENFORGE_VERL_PRESET", "OPENFORGE_VERL_TASKS", "OPENFORGE_VERL_RUN_ID"):
+        monkeypatch.setenv(key, env[key])
+    config = prepare(compose_config(argv[3:]))
+    a = config.async_training
+    assert (a.staleness_threshold, a.trigger_parameter_sync_step, a.require_batches, a.partial_rollout) == (2.0, 1, 2, False)
+    # one trainer step = train_batch_size groups, in ppo_mini_batch_size mini-batches
+    assert config.actor_rollout_ref.actor.ppo_mini_batch_size * a.require_batches == 4
+    assert (config.rollout.n_gpus_per_node, config.trainer.n_gpus_per_node) == (2, 2)
+    assert config.rollout.n == config.actor_rollout_ref.rollout.n == 2 and config.rollout.total_rollout_steps == 20
+    assert config.actor_rollout_ref.hybrid_engine is False and config.data.gen_batch_size == 1
+    assert config.actor_rollout_ref.actor.use_rollout_log_probs is True
+    assert config.algorithm.rollout_correction.bypass_mode is True
+    assert config.actor_rollout_ref.rollout.agent.default_agent_loop == "openforge"
+    assert callable(fully_async_main.main.__wrapped__)  # what main() calls with this config
+    with pytest.raises(Exception, match="async_training.not_a_key"):
+        compose_config([*argv[3:], "async_training.not_a_key=1"])
+    # the synchronous preset still composes ppo_trainer, which has no async_training
+    assert "async_training" not in compose_config(prepare_run(load_preset("claw"), _tasks(tmp_path / "s"), tmp_path / "s",
+                                                              model=str(tiny_model_dir), run_id="r2",
+                                                              n_gpus_per_node=1)[0][3:])

@@ -3,7 +3,8 @@
 Authenticate the token → read and bound the body → translate to a chat body (the wire API's
 ``to_chat``) → set its ``max_tokens`` within the rollout's generation budget → ask the engine
 (never streamed) → record the call durably → answer in the caller's format (the wire API's
-``answer``, replaying a stream when one was asked for). Errors come back in the caller's format.
+``answer``, replaying a stream when one was asked for). Errors come back in the caller's format;
+a call the engine aborted (finish reason ``abort``) is a retryable 503.
 """
 
 from __future__ import annotations
@@ -39,6 +40,13 @@ from training.proxy.routes.body import may_hold_images, read_body
 from training.proxy.routes.context import ProxyContext
 
 log = logging.getLogger(__name__)
+
+#: vLLM's finish reason of a request it aborted (veRL's asynchronous trainer aborts every
+#: in-flight request at each weight sync). The answer is cut short by the engine, not the
+#: policy: the caller gets a retryable 503 and re-sends the call to the new weights; the cut
+#: call is recorded as an error (no sample), the rollout goes on.
+ENGINE_ABORTED = "abort"
+ABORTED_MESSAGE = "the engine aborted this call (a weight update paused it); retry"
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +181,11 @@ def model_calls(ctx: ProxyContext) -> Callable[[WireApi], ModelHandler]:
             state.engine_clock.call_ended()
         ms = (time.perf_counter() - t0) * 1000
         prompt_ids, response_ids, logprobs, finish = _samples(answer)
+        if finish == ENGINE_ABORTED:
+            await recorder.record(state, CallRecord(api=api, model=body.get("model"), request=stored_request,
+                                                    response=None, latency_ms=ms, status="error",
+                                                    error=ABORTED_MESSAGE, policy_version=engine.policy_version))
+            raise ProxyError(503, ABORTED_MESSAGE, code="engine_paused", retry_after=1)
         # The answer goes on without its prompt ids (no reader of it uses them: they are the
         # record's), so the engine's list of ~60k ints is freed here, before any await: many
         # such lists alive at once made each young-generation GC pass walk all of them.

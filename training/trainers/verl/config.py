@@ -28,6 +28,23 @@ groups (default the whole step's: one update per epoch, like the local trainer),
 ``loss_norm`` per_token → ``token-mean`` and per_rollout → ``seq-mean-token-mean`` (exact
 when each trajectory is one row, which the agent loop guarantees), KL is veRL's
 ``use_kl_loss`` with ``low_var_kl`` (= k3).
+
+Asynchronous mode (``train.async_rollouts``, :func:`async_overrides`): veRL's fully
+asynchronous trainer (``verl.experimental.fully_async_policy``; config
+``fully_async_ppo_trainer``, a layer over ``ppo_trainer``). Rollout replicas and the FSDP
+trainer get separate GPUs (``train.rollout_gpus_per_node`` of each node serve rollouts, the
+rest train). A trainer step takes ``train_batch_size`` groups (``require_batches`` mini-batches
+of ``ppo_mini_batch_size``) and syncs weights after every step
+(``trigger_parameter_sync_step = 1``); the rollouter may run ``train.max_staleness`` steps'
+worth of groups ahead of the last sync (``staleness_threshold``), so a trajectory's calls lag
+the trainer by at most that many versions. Every sample is trained against the logprobs its
+replica recorded (``use_rollout_log_probs`` with rollout-correction ``bypass_mode``: the PPO
+ratio is pi_theta / pi_sampling per token), which is OpenForge's ``stale_policy = 'correct'``
+with per-call ratios (``span_policy = 'per_call'``); veRL has no drop, so the composition
+refuses the other two. ``partial_rollout`` is off: veRL aborts in-flight requests at every
+weight sync, and OpenForge's calls reach the replicas over HTTP through the proxy, which turns
+an aborted call into a retryable 503 (the harness re-sends it to the new weights) rather than
+resuming it token by token as veRL's own client does.
 """
 
 from __future__ import annotations
@@ -120,11 +137,63 @@ def verl_overrides(
     }
     if t.checkpoint_dir:
         out["trainer"]["default_local_dir"] = t.checkpoint_dir
+    if t.async_rollouts:
+        merge(out, async_overrides(preset, n_gpus_per_node=n_gpus_per_node, nnodes=nnodes))
     if train_files:
         out["data"]["train_files"] = train_files
     if val_files:
         out["data"]["val_files"] = val_files
     return out
+
+
+def split_gpus(preset: Preset, n_gpus_per_node: int) -> tuple[int, int]:
+    """``(rollout GPUs, trainer GPUs)`` per node of veRL's asynchronous mode; raises
+    ``ValueError`` naming the key when either side would get none."""
+    chosen = preset.train.rollout_gpus_per_node
+    rollout = chosen or max(1, n_gpus_per_node // 2)
+    if rollout >= n_gpus_per_node:
+        what = (f"train.rollout_gpus_per_node = {chosen} leaves none of the node's {n_gpus_per_node} GPUs to train"
+                if chosen else f"the node has {n_gpus_per_node} GPU(s)")
+        raise ValueError(f"{what}: veRL's fully asynchronous trainer needs separate rollout and training GPUs "
+                         "(at least 2 per node)")
+    return rollout, n_gpus_per_node - rollout
+
+
+def require_batches(preset: Preset) -> int:
+    """Mini-batches per step of veRL's asynchronous trainer (``train_batch_size`` groups in
+    ``ppo_mini_batch_size`` ones); raises ``ValueError`` naming the keys when they do not divide."""
+    t = preset.train
+    mini = min(t.ppo_mini_batch_size or t.train_batch_size, t.train_batch_size)
+    if t.train_batch_size % mini:
+        raise ValueError(f"train.ppo_mini_batch_size = {mini} does not divide train.train_batch_size = "
+                         f"{t.train_batch_size}: veRL's asynchronous trainer takes whole mini-batches per step")
+    return t.train_batch_size // mini
+
+
+def async_overrides(preset: Preset, *, n_gpus_per_node: int, nnodes: int = 1) -> dict[str, Any]:
+    """The keys of veRL's ``fully_async_ppo_trainer`` for ``preset`` (module doc, asynchronous mode)."""
+    t = preset.train
+    rollout_gpus, train_gpus = split_gpus(preset, n_gpus_per_node)
+    return {
+        "async_training": {"staleness_threshold": float(t.max_staleness), "trigger_parameter_sync_step": 1,
+                           "require_batches": require_batches(preset), "partial_rollout": False},
+        "rollout": {"nnodes": nnodes, "n_gpus_per_node": rollout_gpus, "n": t.group_size,
+                    "total_rollout_steps": t.steps * t.train_batch_size},
+        "data": {"gen_batch_size": 1},
+        "trainer": {"n_gpus_per_node": train_gpus},
+        "actor_rollout_ref": {"hybrid_engine": False, "actor": {"use_rollout_log_probs": True}},
+        "algorithm": {"rollout_correction": {"bypass_mode": True}},
+    }
+
+
+def merge(into: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
+    """Merge nested ``values`` into ``into`` (in place; ``values`` wins)."""
+    for key, value in values.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            merge(into[key], value)
+        else:
+            into[key] = value
+    return into
 
 
 def to_hydra_overrides(values: dict[str, Any], prefix: str = "") -> list[str]:
@@ -147,18 +216,28 @@ def to_hydra_overrides(values: dict[str, Any], prefix: str = "") -> list[str]:
     return out
 
 
-def verl_defaults_path() -> Path:
-    """veRL's generated, fully-resolved default PPO trainer config."""
+def verl_package_dir() -> Path:
     import importlib.util
 
     spec = importlib.util.find_spec("verl")  # no import: `import verl` takes tens of seconds
     if spec is None or not spec.submodule_search_locations:
         raise ModuleNotFoundError("verl is not installed (scripts/install-verl.sh)")
-    return Path(next(iter(spec.submodule_search_locations))) / "trainer" / "config" / "_generated_ppo_trainer.yaml"
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def verl_defaults_path() -> Path:
+    """veRL's generated, fully-resolved default PPO trainer config."""
+    return verl_package_dir() / "trainer" / "config" / "_generated_ppo_trainer.yaml"
+
+
+def fully_async_config_dir() -> Path:
+    """Where veRL keeps ``fully_async_ppo_trainer.yaml`` (hydra defaults: ``ppo_trainer``)."""
+    return verl_package_dir() / "experimental" / "fully_async_policy" / "config"
 
 
 def verl_config(preset: Preset, **kwargs: Any) -> Any:
-    """veRL's default config with ``preset`` merged in (an omegaconf ``DictConfig``).
+    """veRL's default config (``fully_async_ppo_trainer``'s in asynchronous mode) with ``preset``
+    merged in (an omegaconf ``DictConfig``).
 
     Raises ``KeyError`` naming the key when veRL's config has no such field.
     """
@@ -166,6 +245,9 @@ def verl_config(preset: Preset, **kwargs: Any) -> Any:
     from omegaconf.errors import ConfigKeyError
 
     base = OmegaConf.load(verl_defaults_path())
+    if preset.train.async_rollouts:  # the fully async layer over ppo_trainer, as its hydra defaults compose it
+        layer = OmegaConf.load(fully_async_config_dir() / "fully_async_ppo_trainer.yaml")
+        base = OmegaConf.merge(base, {k: v for k, v in layer.items() if k not in ("hydra", "defaults")})
     OmegaConf.set_struct(base, True)
     OmegaConf.set_struct(base.actor_rollout_ref.rollout.engine_kwargs.vllm, False)  # added keys (see doc)
     values = verl_overrides(preset, **kwargs)

@@ -10,6 +10,12 @@ actor, reference, vLLM replicas and weight sync. OpenForge plugs in at veRL's su
 the agent loop (:mod:`.agent_loop`, registered from ``agent_loop.yaml``), so nothing of
 ``RayPPOTrainer.fit`` is copied.
 
+Asynchronous mode (the overrides set ``async_training.*``, from ``train.async_rollouts``):
+the config is veRL's ``fully_async_ppo_trainer`` and the entry is veRL's own
+``verl.experimental.fully_async_policy.fully_async_main.main``, called through
+``__wrapped__`` (its body without hydra's command-line parsing, which the driver has done):
+the same agent loop, estimator and worker setup, under veRL's rollouter/trainer split.
+
 What the driver adds before ``run_ppo``:
 
 - the ``openforge_grpo`` estimator is registered here and, through Ray's
@@ -46,14 +52,24 @@ def verl_config_dir() -> Path:
     return verl_defaults_path().parent
 
 
+def is_async(overrides: list[str]) -> bool:
+    """Whether ``overrides`` ask for veRL's fully asynchronous trainer."""
+    return any(o.lstrip("+").startswith("async_training.") for o in overrides)
+
+
 def compose_config(overrides: list[str]) -> Any:
-    """veRL's ``ppo_trainer`` config with ``overrides`` applied by hydra (struct mode)."""
+    """veRL's ``ppo_trainer`` config (``fully_async_ppo_trainer`` when :func:`is_async`) with
+    ``overrides`` applied by hydra (struct mode)."""
     from hydra import compose, initialize_config_dir  # noqa: PLC0415
     from hydra.core.global_hydra import GlobalHydra  # noqa: PLC0415
 
+    from training.trainers.verl.config import fully_async_config_dir  # noqa: PLC0415
+
+    config_dir, name = ((fully_async_config_dir(), "fully_async_ppo_trainer") if is_async(overrides)
+                        else (verl_config_dir(), "ppo_trainer"))
     GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(verl_config_dir()), version_base=None):
-        return compose(config_name="ppo_trainer", overrides=list(overrides))
+    with initialize_config_dir(config_dir=str(config_dir), version_base=None):
+        return compose(config_name=name, overrides=list(overrides))
 
 
 def worker_setup() -> None:
@@ -90,6 +106,11 @@ def prepare(config: Any) -> Any:
 
 def main(argv: list[str] | None = None) -> None:
     config = prepare(compose_config(sys.argv[1:] if argv is None else argv))
+    if "async_training" in config:
+        from verl.experimental.fully_async_policy import fully_async_main  # noqa: PLC0415
+
+        fully_async_main.main.__wrapped__(config)  # veRL's entry body; hydra's CLI parsing is done
+        return
     from verl.trainer.main_ppo import TaskRunnerV1, run_ppo  # noqa: PLC0415
 
     run_ppo(config, task_runner_class=TaskRunnerV1)
