@@ -5,10 +5,12 @@ The main job's family (``openforge pipeline --preset local``): a task a small po
 one tool (``contacts_search``) and asked for one attribute of one person; the verifier gives
 partial credit — 0.2 for calling the tool successfully, 0.2 more when the query names the
 person, 0.1 for a final reply about that person (it names them), 0.5 for a reply holding the
-right value and no wrong one (none of the person's other attributes, no one else's value:
-an answer, not a dump of the search result) — so "right tool, well-formed call, right
-answer" are rungs a policy can climb one at a time, and a base policy that never calls a
-tool still earns the small one sometimes. The no-op agent scores 0
+right value and no wrong one (none of the person's other attributes, no one else's value) —
+so "right tool, well-formed call, right answer" are rungs a policy can climb one at a time,
+and a base policy that never calls a tool still earns the small one sometimes. Both reply
+rungs need a reply, not the search result echoed back (no JSON object, no
+``<tool_response>`` block: :data:`TOOL_OUTPUT_MARKERS`): an echo scores the two call rungs
+only, below any attempt at an answer. The no-op agent scores 0
 (no call, no reply) and the oracle 1. Difficulty adds contacts and a decoy who shares the
 person's first name.
 """
@@ -32,6 +34,12 @@ TEMPLATES = (
 )
 #: Check weights: right tool, well-formed call for the right person, right answer.
 WEIGHTS = {"searched": 0.2, "searched_for_person": 0.2, "names_person": 0.1, "right_answer": 0.5}
+#: What the tool's output holds and a reply in words does not: the start of a JSON object and
+#: the chat template's tool-result tag. GRPO on the 135M policy learnt to echo the search
+#: result as its reply (cut at the per-call token cap); a cut echo can hold the right value
+#: and none of the wrong ones, so excluding wrong values alone still gave it full credit in
+#: 23 of 96 held-out replies of one main-job run (docs/training-loop.md, session 15).
+TOOL_OUTPUT_MARKERS = ['{"', "<tool_response>"]
 
 
 def _phone(rng: random.Random) -> str:
@@ -74,9 +82,10 @@ def contact_lookup(rng: random.Random, difficulty: Difficulty) -> ProceduralTask
          "weight": WEIGHTS["searched"]},
         {"name": "searched_for_person", "kind": "audit", "service": "contacts",
          "where": {**search, "args.query": {"contains": person.last}}, "min": 1, "weight": WEIGHTS["searched_for_person"]},
-        {"name": "names_person", "kind": "answer", "contains": [person.last], "weight": WEIGHTS["names_person"]},
-        {"name": "right_answer", "kind": "answer", "contains": [value], "excludes": _wrong_values(contacts, target, attr),
-         "weight": WEIGHTS["right_answer"]},
+        {"name": "names_person", "kind": "answer", "contains": [person.last], "excludes": TOOL_OUTPUT_MARKERS,
+         "weight": WEIGHTS["names_person"]},
+        {"name": "right_answer", "kind": "answer", "contains": [value],
+         "excludes": [*_wrong_values(contacts, target, attr), *TOOL_OUTPUT_MARKERS], "weight": WEIGHTS["right_answer"]},
     ]
     return ProceduralTask(
         family="", seed=0, difficulty="easy", category="lookup", title=f"Look up {person.name}'s {ATTRIBUTES[attr]}",

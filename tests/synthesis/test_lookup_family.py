@@ -49,12 +49,14 @@ def _agent(query: str | None, answer: str | None) -> list[str]:
         ("{last}", None, WEIGHTS["searched"] + WEIGHTS["searched_for_person"]),
         (None, "I do not know {last}'s details.", WEIGHTS["names_person"]),
         ("{first} {last}", "{first} {last}: {value}", 1.0),
-        # the search result echoed as the reply (the person's record, or every match): the
-        # right value is in it, and so are wrong ones; an answer holds only the right one
-        ("{first} {last}", "{record}", 1.0 - WEIGHTS["right_answer"]),
-        ("{first} {last}", "{matches}", 1.0 - WEIGHTS["right_answer"]),
+        # the search result echoed as the reply (the person's record, every match, or the
+        # record cut by the token cap right after the right value): not an answer, whatever
+        # values it holds; only the call rungs count
+        ("{first} {last}", "{record}", WEIGHTS["searched"] + WEIGHTS["searched_for_person"]),
+        ("{first} {last}", "{matches}", WEIGHTS["searched"] + WEIGHTS["searched_for_person"]),
+        ("{first} {last}", "<tool_response>\n{cut}", WEIGHTS["searched"] + WEIGHTS["searched_for_person"]),
     ],
-    ids=["other-person", "surname-only", "no-call", "answer", "record-dump", "all-matches-dump"],
+    ids=["other-person", "surname-only", "no-call", "answer", "record-dump", "all-matches-dump", "cut-dump"],
 )
 def test_rungs_give_partial_credit(tmp_path: Path, query: str | None, answer: str | None, expected: float) -> None:
     spec, td = _task(tmp_path)
@@ -64,8 +66,10 @@ def test_rungs_give_partial_credit(tmp_path: Path, query: str | None, answer: st
     record = next(c for c in contacts if c["name"] == f"{first} {last}")
     matches = [c for c in contacts if first in c["name"] or last in c["name"]]
     assert len(matches) >= 2  # hard: the decoy shares the first name
+    asked = next(k for k, v in record.items() if v == value)
     fill = {"first": first, "last": last, "value": value, "record": json.dumps({"result": {"contacts": [record]}}),
-            "matches": json.dumps({"result": {"contacts": matches}})}
+            "matches": json.dumps({"result": {"contacts": matches}}),
+            "cut": json.dumps({"result": {"contacts": [{"name": record["name"], asked: value}]}})[:-3]}
     argv = _agent(query.format(**fill) if query else None, answer.format(**fill) if answer else None)
     out = asyncio.run(rollout_once(str(td.path), "command", harness_options={"argv": argv}, record=False))
     assert out["status"] == "ok", out
