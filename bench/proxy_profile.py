@@ -24,6 +24,7 @@ import pstats
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,15 +42,17 @@ from training.proxy.app import create_app  # noqa: E402
 class WirelessEngine(OpenAICompatEngine):
     """The HTTP engine adapter with the socket cut out: encode the request, decode a prepared answer."""
 
-    def __init__(self, answers: dict[bytes, bytes]) -> None:
+    def __init__(self, answers: dict[bytes, bytes], *, plain_parse: bool = False) -> None:
         super().__init__("http://engine.invalid/v1", model="bench-policy")
         self.answers = answers
         self.last_request = b""
+        self.plain_parse = plain_parse
 
-    async def _send(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+    async def _send(self, method: str, path: str, body: dict[str, Any] | None = None,
+                    loads: Callable[[bytes], Any] = orjson.loads) -> Any:
         data = orjson.dumps(body)
         self.last_request = data
-        return orjson.loads(self.answers[_key(body)])
+        return (orjson.loads if self.plain_parse else loads)(self.answers[_key(body)])
 
 
 def _key(body: dict[str, Any] | None) -> bytes:
@@ -95,7 +98,7 @@ def prepare_answers(w: Any) -> dict[bytes, bytes]:
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     (w,) = [w for w in workloads(args.calls, args.final_tokens) if w.name == args.workload]
-    engine = WirelessEngine(prepare_answers(w))
+    engine = WirelessEngine(prepare_answers(w), plain_parse=args.plain_parse)
     workdir = Path(tempfile.mkdtemp(prefix="openforge-proxy-profile-"))
     app = create_app(engine, db_url=f"sqlite:///{workdir / 'calls.db'}", admin_key="bench",
                      blobs_dir=workdir / "blobs", max_calls_per_rollout=100_000,
@@ -214,6 +217,8 @@ def main() -> int:
     p.add_argument("--end", type=int, default=3, help="times each rollout sends the last call again (CPU at the end)")
     p.add_argument("--rollouts", type=int, default=1, help="rollouts replaying the workload at once")
     p.add_argument("--full-storage", action="store_true")
+    p.add_argument("--plain-parse", action="store_true",
+                   help="decode engine answers with one orjson.loads (before training/engines/answer_parse.py)")
     p.add_argument("--freeze", action="store_true", help="gc.freeze() once the app is built, as `openforge proxy serve` does")
     p.add_argument("--profile", action="store_true", help="cProfile over the end calls (--http: the whole proxy)")
     p.add_argument("--http", action="store_true", help="the proxy and mock engine as processes, over HTTP")

@@ -4,7 +4,8 @@ An engine takes an OpenAI Chat Completions request body (a plain dict, as a clie
 send it, plus vLLM's ``return_token_ids``/``logprobs`` extras the proxy adds) and returns
 a Chat Completions response dict in vLLM's wire format:
 
-- ``prompt_token_ids`` at the top level (list[int]),
+- ``prompt_token_ids`` at the top level: a sequence of ints (a list; an ``array('q')`` from
+  the HTTP adapter, ``openai_compat``, whose parse makes no list of ~60k Python ints),
 - ``choices[i].token_ids`` (list[int]) — the response token ids,
 - ``choices[i].logprobs.content[j].logprob`` — one entry per response token,
 - ``choices[i].message`` with ``content`` and optionally ``tool_calls``,

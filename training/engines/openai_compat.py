@@ -1,7 +1,9 @@
 """Engine adapter for any OpenAI-compatible chat endpoint (vLLM first).
 
 Asks for vLLM's ``return_token_ids: true`` and ``logprobs: true`` on every call, always
-non-streamed, over one pooled HTTP client per event loop. Upstream failures
+non-streamed, over one pooled HTTP client per event loop. The answer's ``prompt_token_ids``
+come as an ``array('q')`` (``answer_parse``: the proxy's form of them, parsed without a list
+of Python ints). Upstream failures
 (5xx, timeouts, connection errors, unreadable answers) raise :class:`EngineError`; 4xx
 answers raise :class:`EngineRequestError` with the engine's message. Engines that do not
 return token ids (a plain OpenAI-compatible server) still work: the ids are then absent and
@@ -16,11 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import aiohttp
 import orjson
 
+from training.engines.answer_parse import loads_chat_answer
 from training.engines.base import EngineError, EngineRequestError
 
 log = logging.getLogger(__name__)
@@ -68,7 +72,8 @@ class OpenAICompatEngine:
             self._clients[loop] = session
         return session
 
-    async def _send(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+    async def _send(self, method: str, path: str, body: dict[str, Any] | None = None,
+                    loads: Callable[[bytes], Any] = orjson.loads) -> Any:
         url = self.base_url + path
         data = None if body is None else orjson.dumps(body)
         headers = None if body is None else {"content-type": "application/json"}
@@ -96,7 +101,7 @@ class OpenAICompatEngine:
                 pass
             raise EngineRequestError(message, status_code=status, param=param)
         try:
-            return orjson.loads(content)
+            return loads(content)
         except orjson.JSONDecodeError as exc:
             raise EngineError(f"engine at {self.base_url} sent a non-JSON answer: {text[:200]!r}") from exc
 
@@ -121,7 +126,7 @@ class OpenAICompatEngine:
         request["model"] = await self._model_for(body.get("model"))
         request["return_token_ids"] = True
         request["logprobs"] = True
-        out = await self._send("POST", "/chat/completions", request)
+        out = await self._send("POST", "/chat/completions", request, loads=loads_chat_answer)
         if not isinstance(out, dict) or not out.get("choices"):
             raise EngineError(f"engine at {self.base_url} answered without choices")
         return out

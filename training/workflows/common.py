@@ -3,7 +3,6 @@ outcome counts."""
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 from collections import Counter
 from collections.abc import Callable, Sequence

@@ -68,7 +68,7 @@ async def test_attach_by_url_speaks_chat_and_maps_errors(fake_server) -> None:
         assert engine.base_url == f"{url}/v1"
         assert await engine.list_models() == ["policy"]
         out = await engine.chat_completions({"messages": [{"role": "user", "content": "hi"}], "stream": True})
-        assert out["prompt_token_ids"] == [1, 2, 3] and out["choices"][0]["token_ids"] == [7, 8]
+        assert list(out["prompt_token_ids"]) == [1, 2, 3] and out["choices"][0]["token_ids"] == [7, 8]
         assert out["policy_version"] == 0
         sent = calls[-1]["body"]
         assert sent["return_token_ids"] is True and sent["logprobs"] is True and not sent.get("stream")
