@@ -50,6 +50,51 @@ def test_a_closed_gate_holds_calls_until_it_opens_and_counts_their_wait() -> Non
     asyncio.run(main())
 
 
+class SlowReload(Echo):
+    """An out-of-process engine in miniature: a call takes 0.3 s and reads the version at its
+    start and at its end; a reload swaps the version. A call that saw two versions was served
+    partly by each set of weights."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.mixed = 0
+
+    async def chat_completions(self, body: dict[str, Any]) -> dict[str, Any]:
+        start = self.policy_version
+        await asyncio.sleep(0.3)
+        self.mixed += self.policy_version != start
+        return {"version": start}
+
+
+def test_pause_waits_for_the_calls_inside_and_holds_new_ones_until_the_reload_is_done() -> None:
+    """The asynchronous loop's weight push to vLLM (rl.CheckpointReload.push_under_rollouts):
+    no call is served across the reload, and none is lost."""
+    async def main() -> None:
+        inner = SlowReload()
+        engine = GatedEngine(inner, CallGate())
+        inside = [asyncio.ensure_future(engine.chat_completions({"n": i})) for i in range(3)]
+        await asyncio.sleep(0.05)
+        assert engine.calls_inside == 3
+        drained = await engine.pause()
+        assert all(c.done() for c in inside) and engine.calls_inside == 0 and drained >= 0.2
+        held = asyncio.ensure_future(engine.chat_completions({"n": 3}))
+        await asyncio.sleep(0.1)
+        assert not held.done() and len(inner.seen) == 0 and engine.calls_inside == 0
+        inner.policy_version = 8  # the reload
+        engine.resume()
+        assert await held == {"version": 8}
+        assert [c.result() for c in inside] == [{"version": 7}] * 3 and inner.mixed == 0
+
+        # a reload without the pause: the calls inside see both versions
+        inside = [asyncio.ensure_future(engine.chat_completions({"n": i})) for i in range(2)]
+        await asyncio.sleep(0.05)
+        inner.policy_version = 9
+        await asyncio.gather(*inside)
+        assert inner.mixed == 2
+
+    asyncio.run(main())
+
+
 def _preset(tiny_policy_dir: Path, prestart: bool) -> Any:
     from openforge.presets import load_preset
 

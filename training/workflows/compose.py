@@ -201,12 +201,8 @@ def _model_label(preset: Preset, model_path: str | Path | None) -> str:
 
 def _check_async(preset: Preset, trainer_kind: str | None, where: str) -> None:
     """What ``train.async_rollouts`` needs of the rest of the preset (raises :class:`CompositionError`)."""
-    t, e = preset.train, preset.engine
-    if trainer_kind == "local" and e.kind != "local":
-        raise CompositionError(
-            f"{where}: train.async_rollouts = true with the local trainer is built for engine.kind = 'local' only "
-            f"(here {e.kind!r}: its weight push reloads a checkpoint under running rollouts, not wired); set "
-            "engine.kind = 'local', train.trainer = 'verl' (veRL's own asynchronous trainer) or async_rollouts = false")
+    # the local trainer: any engine (an out-of-process one is paused for its reload, gate.py)
+    t = preset.train
     if trainer_kind != "verl":
         return
     # veRL's fully async trainer trains every sample against its rollout logprobs (no drop)

