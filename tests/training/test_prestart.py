@@ -60,6 +60,7 @@ class SlowReload(Echo):
         self.mixed = 0
 
     async def chat_completions(self, body: dict[str, Any]) -> dict[str, Any]:
+        self.seen.append(body)
         start = self.policy_version
         await asyncio.sleep(0.3)
         self.mixed += self.policy_version != start
@@ -79,7 +80,7 @@ def test_pause_waits_for_the_calls_inside_and_holds_new_ones_until_the_reload_is
         assert all(c.done() for c in inside) and engine.calls_inside == 0 and drained >= 0.2
         held = asyncio.ensure_future(engine.chat_completions({"n": 3}))
         await asyncio.sleep(0.1)
-        assert not held.done() and len(inner.seen) == 0 and engine.calls_inside == 0
+        assert not held.done() and len(inner.seen) == 3 and engine.calls_inside == 0  # held before the engine
         inner.policy_version = 8  # the reload
         engine.resume()
         assert await held == {"version": 8}
@@ -93,6 +94,46 @@ def test_pause_waits_for_the_calls_inside_and_holds_new_ones_until_the_reload_is
         assert inner.mixed == 2
 
     asyncio.run(main())
+
+
+def test_the_gate_and_the_drain_work_across_threads_as_the_proxy_uses_them() -> None:
+    """The proxy serves on its own thread and event loop; the run pauses and resumes from its
+    own. A call held at the gate goes on as soon as it opens, and the pause returns as soon as
+    the last call inside ends (an ``asyncio.Event`` set from another thread wakes nobody until
+    the waiting loop turns for another reason: here the 2 s timeout)."""
+    import threading
+
+    inner = SlowReload()
+    engine = GatedEngine(inner, CallGate())
+    proxy_loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=proxy_loop.run_forever, daemon=True)
+    thread.start()
+
+    def on_proxy(i: int) -> Any:
+        return asyncio.wrap_future(asyncio.run_coroutine_threadsafe(engine.chat_completions({"n": i}), proxy_loop))
+
+    async def main() -> None:
+        inside = [on_proxy(i) for i in range(3)]
+        await asyncio.sleep(0.05)
+        t0 = asyncio.get_running_loop().time()
+        await asyncio.wait_for(engine.pause(), 2.0)
+        assert asyncio.get_running_loop().time() - t0 < 1.0, "the drain was not woken by the proxy's thread"
+        assert engine.calls_inside == 0 and [await c for c in inside] == [{"version": 7}] * 3
+        held = on_proxy(3)
+        await asyncio.sleep(0.1)
+        assert not held.done() and len(inner.seen) == 3
+        inner.policy_version = 8
+        t1 = asyncio.get_running_loop().time()
+        engine.resume()
+        assert await asyncio.wait_for(held, 2.0) == {"version": 8}
+        assert asyncio.get_running_loop().time() - t1 < 1.0 and inner.mixed == 0
+
+    try:
+        asyncio.run(main())
+    finally:
+        proxy_loop.call_soon_threadsafe(proxy_loop.stop)
+        thread.join(5)
+        proxy_loop.close()
 
 
 def _preset(tiny_policy_dir: Path, prestart: bool) -> Any:
