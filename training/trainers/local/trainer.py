@@ -138,7 +138,9 @@ class LocalTrainer:
         self.pad_id = self._pad_id(tokenizer)
         torch.manual_seed(config.seed)
         random.seed(config.seed)
-        if config.gradient_checkpointing and hasattr(self.model, "gradient_checkpointing_enable"):
+        #: Activation checkpointing on (``train.gradient_checkpointing``): see :attr:`_share_head`
+        self.checkpointing = bool(config.gradient_checkpointing and hasattr(self.model, "gradient_checkpointing_enable"))
+        if self.checkpointing:
             self.model.gradient_checkpointing_enable()
         self.ref_model = None
         if config.kl_coef > 0:
@@ -211,7 +213,7 @@ class LocalTrainer:
         """Whether a micro-batch's common prompt head is run once (``batching.collate``). Not
         with gradient checkpointing: the model then runs without a key/value cache in
         training mode, and the shared head is passed to the rows as one."""
-        return not getattr(self.model, "is_gradient_checkpointing", False)
+        return not self.checkpointing
 
     def _filled(self, rows: list[list[float]], shape: torch.Size) -> torch.Tensor:
         out = torch.zeros(shape, dtype=torch.float32)
