@@ -399,6 +399,7 @@ def test_gradient_checkpointing_steps_like_the_plain_model_on_a_shared_prompt_he
     out = []
     for checkpointing in (False, True):
         trainer = LocalTrainer(make_tiny_llama(), None, _cfg(gradient_checkpointing=checkpointing))
+        assert trainer.model.model.gradient_checkpointing is checkpointing  # the key reaches the model
         trainer.model.train()
         out.append(trainer.step(samples) if kind == "grpo" else trainer.sft_step(samples))
     assert out[1]["loss"] == pytest.approx(out[0]["loss"], rel=1e-5, abs=1e-7)

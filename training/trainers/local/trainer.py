@@ -139,9 +139,11 @@ class LocalTrainer:
         torch.manual_seed(config.seed)
         random.seed(config.seed)
         #: Activation checkpointing on (``train.gradient_checkpointing``): see :attr:`_share_head`
-        self.checkpointing = bool(config.gradient_checkpointing and hasattr(self.model, "gradient_checkpointing_enable"))
+        enable = (getattr(self.model, "activation_checkpointing_enable", None)  # transformers >= 5.24
+                  or getattr(self.model, "gradient_checkpointing_enable", None))
+        self.checkpointing = bool(config.gradient_checkpointing and enable is not None)
         if self.checkpointing:
-            self.model.gradient_checkpointing_enable()
+            enable()
         self.ref_model = None
         if config.kl_coef > 0:
             self.ref_model = (ref_model or copy.deepcopy(self.model)).to(self.device).eval()
