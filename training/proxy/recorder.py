@@ -37,6 +37,7 @@ from storage.calls import CallBase, encode_call, expand_calls
 from storage.db import SQLITE_BUSY_TIMEOUT_MS, make_engine
 from storage.migrate import upgrade
 from storage.models import ModelCall, Rollout, RolloutStatus
+from training.engines.answer_parse import token_array
 from training.proxy.budget import BudgetLedger, GenerationBudget, generated_tokens
 from training.proxy.checkpoint import WalCheckpointer, no_autocheckpoint
 from training.proxy.engine_clock import EngineClock
@@ -61,25 +62,6 @@ INLINE_BACKOFF = 16
 
 #: How many of a rollout's latest calls a new call is compared with for linear storage.
 RECENT_BASES = 2
-
-
-def token_array(ids: Any) -> array | None:
-    """Token ids as a C array of 64-bit ints; None when they cannot be one (no ids, or not all
-    ints of 64 bits). The recorder's form of a call's token ids: 8 bytes a token instead of
-    ~36, a prefix compare as one memcmp instead of a compare per element, and nothing the
-    garbage collector walks. Held as lists of ints, the ~60k-token prompts alive at once (in
-    flight, and each rollout's bases) made every young-generation collection walk millions of
-    items: ~2 ms of proxy CPU a call at 64 concurrent 60k-token rollouts (bench/proxy_profile.py)."""
-    if not ids:
-        return None
-    if type(ids) is array and ids.typecode == "q":
-        return ids
-    out = array("q")
-    try:
-        out.fromlist(ids)
-    except (TypeError, OverflowError):
-        return None
-    return out
 
 
 def _push_base(bases: deque[CallBase], base: CallBase, stored: dict[str, Any]) -> None:

@@ -201,10 +201,9 @@ def _model_label(preset: Preset, model_path: str | Path | None) -> str:
 
 def _check_async(preset: Preset, trainer_kind: str | None, where: str) -> None:
     """What ``train.async_rollouts`` needs of the rest of the preset (raises :class:`CompositionError`)."""
-    # the local trainer: any engine (an out-of-process one is paused for its reload, gate.py)
-    t = preset.train
     if trainer_kind != "verl":
-        return
+        return  # the local trainer: any engine (an out-of-process one is paused for its reload, gate.py)
+    t = preset.train
     # veRL's fully async trainer trains every sample against its rollout logprobs (no drop)
     if t.stale_policy != "correct":
         raise CompositionError(

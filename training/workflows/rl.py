@@ -329,7 +329,7 @@ class CheckpointReload(WeightSync):
         self.last: Path | None = None
 
     async def push(self, trainer: Any, engine: Any) -> None:
-        path = await in_thread(trainer.save_checkpoint, self.root / f"step-{trainer.global_step}", untie_embeddings=True)
+        path = await self._save(trainer)
         await engine.reload_weights(path, version=trainer.global_step)
         await self._forget_older(path)
 
@@ -337,13 +337,16 @@ class CheckpointReload(WeightSync):
         """Save while rollouts go on; then hold new calls at the gate, let the server finish
         the calls it has (a reload under a running call would sample one call with two sets of
         weights, recorded as one version), reload, and let the held calls through."""
-        path = await in_thread(trainer.save_checkpoint, self.root / f"step-{trainer.global_step}", untie_embeddings=True)
+        path = await self._save(trainer)
         await gated.pause()
         try:
             await engine.reload_weights(path, version=trainer.global_step)
         finally:
             gated.resume()
         await self._forget_older(path)
+
+    async def _save(self, trainer: Any) -> Path:
+        return await in_thread(trainer.save_checkpoint, self.root / f"step-{trainer.global_step}", untie_embeddings=True)
 
     async def _forget_older(self, path: Path) -> None:
         import shutil

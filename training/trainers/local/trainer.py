@@ -96,8 +96,9 @@ def save_untied(model: torch.nn.Module, out: Path) -> bool:
     if head is None or embedding is None or head.weight is not embedding.weight:
         return False
     state = dict(model.state_dict())
+    embedding_names = _input_embedding_names(model, embedding)
     for name, param in model.named_parameters(remove_duplicate=False):
-        if param is head.weight and name not in _input_embedding_names(model, embedding):
+        if param is head.weight and name not in embedding_names:
             state[name] = param.detach().clone()
     configs = {id(c): (c, c.tie_word_embeddings) for c in (model.config, model.config.get_text_config())
                if getattr(c, "tie_word_embeddings", None) is not None}.values()
