@@ -192,6 +192,64 @@ def test_output_list_keeps_every_segment_and_drops_what_does_not_train() -> None
     assert output_list(None, prompt_length=8, response_length=8) == ([], {"segments": 0, "overlong_dropped": 0})
 
 
+def test_output_list_spans_the_versions_its_calls_were_admitted_and_ended_under() -> None:
+    """A weight sync lands during call 0 (admitted at 3, ended at 4); call 1 runs at 4. The calls
+    are not merged (two behaviour policies) and each output's min/max_global_steps are its own
+    calls' versions, not the step's."""
+    from training.trainers.verl.outputs import final_versions
+
+    first, second = chat_call(0, [3, 4], [5, 6]), chat_call(1, [3, 4, 5, 6, 9], [7])
+    first["policy_version"], first["response"]["policy_version_final"] = 3, 4
+    second["policy_version"] = 4
+    traj = build_trajectory(rollout("r", reward=1.0), [first, second])
+    assert final_versions([first, second]) == {0: 4, 1: 4}
+    outs, _ = output_list(traj, prompt_length=8, response_length=8, global_steps=2,
+                          final_versions=final_versions([first, second]))
+    spans = [(o["extra_fields"]["min_global_steps"], o["extra_fields"]["max_global_steps"]) for o in outs]
+    assert spans == [(3, 4), (4, 4)]
+    # calls that record no version: the step's, as before
+    plain = build_trajectory(rollout("p", reward=1.0), [chat_call(0, [3], [5])])
+    outs, _ = output_list(plain, prompt_length=8, response_length=8, global_steps=2, final_versions={})
+    assert (outs[0]["extra_fields"]["min_global_steps"], outs[0]["extra_fields"]["max_global_steps"]) == (2, 2)
+
+
+def test_replica_engine_stamps_each_answer_with_the_step_its_replica_served() -> None:
+    """The step is read before and after each call: the same → ``policy_version`` only; a
+    sync in between → ``policy_version_final`` too; a replica without a reader → no stamp."""
+    from testkit.fakes.vllm import FakeReply, FakeVLLM
+    from training.trainers.verl.rollout import ReplicaEngine, stamp_versions
+
+    served = {"step": 5}
+
+    async def read() -> int:
+        return served["step"]
+
+    def sync_during_the_call(body: dict) -> FakeReply:
+        served["step"] += 1
+        return FakeReply.text("after a sync")
+
+    body = {"model": "fake-policy", "messages": [{"role": "user", "content": "hi"}]}
+    with FakeVLLM(responder=sync_during_the_call) as fake, FakeVLLM() as other:
+        fake.script(FakeReply.text("steady"))
+
+        async def calls() -> list[dict]:
+            engine = ReplicaEngine([fake.base_url], model="fake-policy", versions={fake.base_url: read})
+            try:
+                out = [await engine.chat_completions(dict(body)), await engine.chat_completions(dict(body))]
+                engine.add([other.base_url])  # learnt without a reader
+                out.append(await engine.chat_completions(dict(body)))  # round-robin: fake, then other
+                return [*out, await engine.chat_completions(dict(body))]
+            finally:
+                await engine.aclose()
+
+        steady, synced, _, unversioned = asyncio.run(calls())
+    assert steady["policy_version"] == 5 and "policy_version_final" not in steady
+    assert (synced["policy_version"], synced["policy_version_final"]) == (5, 6)
+    assert "policy_version" not in unversioned and other.requests
+    assert stamp_versions({}, None, 7) == {"policy_version": 7}
+    assert stamp_versions({}, None, None) == {}
+
+
 def test_agent_loop_runs_a_rollout_through_the_rollout_function(tmp_path: Path) -> None:
     from omegaconf import OmegaConf
     from verl.experimental.agent_loop.agent_loop import DictConfigWrap

@@ -242,6 +242,118 @@ def test_verl_agent_loop_runs_a_real_rollout_through_the_module_level_rollout_fu
         assert out.extra_fields["min_global_steps"] == 2 and out.extra_fields["openforge_rollout_id"] == row.id
 
 
+class _ReplicaServer:
+    """The part of veRL's rollout-server actor (``vLLMHttpServer``) the version read touches:
+    ``global_steps``, ``None`` until the first weight sync sets it (``set_global_steps``).
+    The real actor needs vLLM on a GPU."""
+
+    def __init__(self) -> None:
+        self.global_steps = None
+
+    async def set_global_steps(self, global_steps: int) -> None:
+        self.global_steps = global_steps
+
+
+class _OtherActor:
+    pass
+
+
+class _ServerManager:
+    """veRL's ``LLMServerClient`` as the agent loop uses it: acquire → ``(server_id, handle)``."""
+
+    def __init__(self, address: str, handle: object) -> None:
+        self.address, self.handle, self.released = address, handle, []
+
+    async def _acquire_server(self, request_id: str) -> tuple[str, object]:
+        return self.address, self.handle
+
+    def _release_server(self, server_id: str, request_id: str | None = None) -> None:
+        self.released.append(request_id)
+
+
+@pytest.fixture(scope="module")
+def local_ray():  # noqa: ANN201
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, object_store_memory=80 * 1024 * 1024)
+    yield ray
+    ray.shutdown()
+
+
+def test_the_served_step_is_read_from_the_replica_actor_through_ray(local_ray) -> None:
+    """A real Ray actor: ``None`` before the first sync, then the step the sync set; an actor
+    without ``global_steps`` or an object that is no actor reads as ``None``."""
+    from training.trainers.verl.rollout import replica_version_reader
+
+    replica = local_ray.remote(_ReplicaServer).remote()
+    read = replica_version_reader(replica)
+    assert asyncio.run(read()) is None
+    local_ray.get(replica.set_global_steps.remote(7))
+    assert asyncio.run(read()) == 7
+    assert asyncio.run(replica_version_reader(local_ray.remote(_OtherActor).remote())()) is None
+    assert asyncio.run(replica_version_reader(object())()) is None
+
+
+def test_verl_agent_loop_records_the_step_each_call_was_served_at(tmp_path: Path, monkeypatch, sqlite_url: str,
+                                                                 local_ray) -> None:
+    """The agent loop learns the replica and its actor from veRL's server manager; a weight
+    sync (``set_global_steps`` 3 → 4) lands while the rollout's first call runs: the proxy
+    records call 0 at 3 ending at 4 and call 1 at 4, and the outputs' min/max_global_steps
+    are those, not the step's ``global_steps`` (2)."""
+    import hydra
+    from omegaconf import OmegaConf
+    from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap
+
+    from openforge.settings import get_settings
+    from storage.db import make_engine
+    from testkit.fakes.vllm import FakeReply, FakeVLLM
+    from training.trainers.verl import rollout as rollout_module
+    from training.trainers.verl.run import prepare_run
+    from training.trajectory.source import load_rollouts_with_calls
+    from training.trajectory.staleness import call_versions
+
+    preset = load_preset("local", {"rollout.harness": "react", "harness_options.max_steps": 2, "rollout.max_tokens": 16,
+                                   "train.group_size": 1, "train.train_batch_size": 1})
+    tasks = _tasks(tmp_path, n=1)
+    _, env = prepare_run(preset, tasks, tmp_path / "run", model="/unused", run_id="verl-versions", n_gpus_per_node=1)
+    replica = local_ray.remote(_ReplicaServer).remote()
+    local_ray.get(replica.set_global_steps.remote(3))
+    answered = []
+
+    def respond(body: dict) -> FakeReply:
+        answered.append(body)
+        if len(answered) == 1:  # a weight sync lands while the first call runs
+            local_ray.get(replica.set_global_steps.remote(4))
+            return FakeReply.tool("search_contacts", {"query": "Ada"})
+        return FakeReply.text("Nothing to look up.")
+
+    with FakeVLLM(responder=respond) as fake:
+        for key in ("OPENFORGE_VERL_PRESET", "OPENFORGE_VERL_TASKS", "OPENFORGE_VERL_RUN_ID"):
+            monkeypatch.setenv(key, env[key])
+        monkeypatch.delenv("OPENFORGE_VERL_SERVERS", raising=False)
+        manager = _ServerManager(fake.base_url, replica)
+        cfg = OmegaConf.create({"actor_rollout_ref": {"rollout": {"prompt_length": 8192, "response_length": 8192}}, "data": {}})
+        entry = OmegaConf.load(tmp_path / "run" / "verl" / "agent_loop.yaml")[0]
+        loop = hydra.utils.instantiate(config=entry, trainer_config=DictConfigWrap(config=cfg), server_manager=manager,
+                                       tokenizer=tiny_tokenizer(), processor=None, hf_model_type=None, dataset_cls=None,
+                                       data_config=DictConfigWrap(cfg.data), tools=ToolListWrap([]))
+
+        async def one() -> list:
+            try:
+                return await loop.run({"temperature": 1.0}, raw_prompt=[{"role": "user", "content": tasks[0].instruction}],
+                                      extra_info={"task_id": tasks[0].id, "index": 0}, uid="uid-0", index=0, global_steps=2)
+            finally:
+                await rollout_module.close_worker()
+
+        outs = asyncio.run(one())
+    assert len(answered) == 2 and manager.released
+    db = make_engine(get_settings().db_url)
+    (row, calls), = load_rollouts_with_calls(db, run_id="verl-versions")
+    db.dispose()
+    assert [call_versions(c) for c in calls] == [(3, 4), (4, 4)]
+    spans = [(o.extra_fields["min_global_steps"], o.extra_fields["max_global_steps"]) for o in outs]
+    assert spans == [(3, 4), (4, 4)], spans
+
+
 ASYNC = {"train.train_batch_size": 4, "train.ppo_mini_batch_size": 2, "train.group_size": 2, "train.micro_batch_size": 1,
          "train.async_rollouts": True, "train.stale_policy": "correct", "train.max_staleness": 2, "train.steps": 5,
          "train.rollout_gpus_per_node": 2}

@@ -30,7 +30,7 @@ from typing import Any
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 
 from training.trainers.verl.config import AGENT_LOOP_NAME
-from training.trainers.verl.outputs import RecordedRollout, RolloutRequest, output_list
+from training.trainers.verl.outputs import RecordedRollout, RolloutRequest, final_versions, output_list
 from training.trajectory.build import RolloutInfo, build_trajectory
 
 log = logging.getLogger(__name__)
@@ -70,22 +70,24 @@ class OpenForgeAgentLoop(AgentLoopBase):
         self.prompt_length = int(self.rollout_config.prompt_length)
         self.response_length = int(self.rollout_config.response_length)
 
-    async def _server_addresses(self, request_id: str) -> list[str]:
-        """OpenAI base URLs of veRL's replicas: ``OPENFORGE_VERL_SERVERS`` (set by the driver or
-        the user), else the replica veRL's load balancer assigns this trajectory (its server id
-        is the replica's address; acquired and released at once, to learn it)."""
+    async def _servers(self, request_id: str) -> tuple[list[str], dict[str, Any]]:
+        """``(addresses, handles)``: OpenAI base URLs of veRL's replicas and, by address, their
+        server actors. ``OPENFORGE_VERL_SERVERS`` (set by the driver or the user; no handles),
+        else the replica veRL's load balancer assigns this trajectory (its server id is the
+        replica's address, with its actor handle; acquired and released at once, to learn it)."""
         env = os.environ.get("OPENFORGE_VERL_SERVERS")
         if env:
-            return [a for a in env.split(",") if a]
+            return [a for a in env.split(",") if a], {}
         acquire = getattr(self.server_manager, "_acquire_server", None)
         if acquire is None:
-            return []
-        server_id, _ = await acquire(request_id)
+            return [], {}
+        server_id, handle = await acquire(request_id)
         release = getattr(self.server_manager, "_release_server", None)
         if release is not None:
             release(server_id, request_id)
         address = str(server_id)
-        return [address if address.startswith("http") else f"http://{address}/v1"]
+        address = address if address.startswith("http") else f"http://{address}/v1"
+        return [address], ({address: handle} if handle is not None else {})
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> list[AgentLoopOutput]:
         extra_info = dict(_plain(kwargs.get("extra_info")) or {})
@@ -100,7 +102,8 @@ class OpenForgeAgentLoop(AgentLoopBase):
             validate=bool(kwargs.get("validate", False)),
             global_steps=int(steps) if steps is not None else None,
         )
-        request.server_addresses = await self._server_addresses(f"openforge-{request.group_id}-{request.sample_index}")
+        request.server_addresses, request.server_handles = await self._servers(
+            f"openforge-{request.group_id}-{request.sample_index}")
         started = time.perf_counter()
         recorded = self.rollout_fn(request)
         if inspect.isawaitable(recorded):
@@ -108,7 +111,8 @@ class OpenForgeAgentLoop(AgentLoopBase):
         info = RolloutInfo.from_any(recorded.result)
         trajectory = build_trajectory(info, recorded.calls, gamma=self.gamma, tokenizer=self.tokenizer)
         fields, counts = output_list(trajectory, prompt_length=self.prompt_length,
-                                     response_length=self.response_length, global_steps=request.global_steps)
+                                     response_length=self.response_length, global_steps=request.global_steps,
+                                     final_versions=final_versions(recorded.calls))
         seconds = time.perf_counter() - started
         if not fields:
             log.info("rollout of task %s: %s, no trainable output (left out of its group)", request.task_id, info.status)

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from environments.records import RolloutResult, RolloutSpec
 from training.trajectory.merge import merge_samples
-from training.trajectory.records import Trajectory
+from training.trajectory.records import RecordedCall, Trajectory
+from training.trajectory.staleness import call_versions
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,9 @@ class RolloutRequest:
     global_steps: int | None = None
     #: OpenAI base URLs of veRL's vLLM replicas, where the rollout's proxy sends model calls.
     server_addresses: list[str] = field(default_factory=list)
+    #: The replicas' server actors (Ray handles) by address, where veRL's server manager gave
+    #: them: the rollout reads from each the step of the weights it serves, per call.
+    server_handles: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -57,18 +61,33 @@ class RecordedRollout:
     calls: list[Any]
 
 
+def final_versions(calls: Sequence[Any]) -> dict[int, int]:
+    """``{call index: policy version}`` of the weights each recorded call *ended* under (its
+    ``policy_version_final`` where the weights changed during the call, else its own)."""
+    out: dict[int, int] = {}
+    for call in calls:
+        _, final = call_versions(call)
+        if final is not None:
+            out[RecordedCall.from_any(call).index] = final
+    return out
+
+
 def output_list(
     trajectory: Trajectory | None,
     *,
     prompt_length: int,
     response_length: int,
     global_steps: int | None = None,
+    final_versions: Mapping[int, int] | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """``(outputs, counts)``: keyword arguments of one ``AgentLoopOutput`` (minus ``metrics``)
-    per merged segment, and ``{"segments", "overlong_dropped"}``."""
+    per merged segment, and ``{"segments", "overlong_dropped"}``. A segment's
+    ``min_global_steps`` is the oldest version its calls were admitted under, its
+    ``max_global_steps`` the newest they ended under (``final_versions``, by call index)."""
     if trajectory is None or not trajectory.samples:
         return [], {"segments": 0, "overlong_dropped": 0}
     segments = merge_samples(trajectory.samples)
+    finals = final_versions or {}
     outputs: list[dict[str, Any]] = []
     overlong = 0
     for seg in segments:
@@ -78,6 +97,7 @@ def output_list(
         version = seg.policy_version if seg.policy_version is not None else global_steps
         first = min((s.policy_version for s in trajectory.samples
                      if s.call_index in seg.call_indices and s.policy_version is not None), default=version)
+        last = max((v for v in (version, *(finals.get(i) for i in seg.call_indices)) if v is not None), default=None)
         outputs.append({
             "prompt_ids": list(seg.prompt_ids),
             "response_ids": list(seg.response_ids),
@@ -87,7 +107,7 @@ def output_list(
             "num_turns": 2 * len(seg.call_indices),
             "extra_fields": {
                 "min_global_steps": first if first is not None else -1,
-                "max_global_steps": version if version is not None else -1,
+                "max_global_steps": last if last is not None else -1,
                 "openforge_rollout_id": trajectory.rollout_id,
                 "openforge_status": trajectory.status,
                 "openforge_calls": list(seg.call_indices),

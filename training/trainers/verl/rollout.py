@@ -24,6 +24,7 @@ import itertools
 import json
 import logging
 import os
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -32,36 +33,93 @@ from training.trainers.verl.outputs import RecordedRollout, RolloutRequest, make
 log = logging.getLogger(__name__)
 
 
+#: Reads the step of the weights one replica serves (``None`` when it cannot tell).
+VersionReader = Callable[[], Awaitable[int | None]]
+
+
+def _served_step(server: Any) -> int | None:
+    """Runs inside a veRL rollout-server actor: the step of the weights it serves. veRL's
+    servers (vLLM, SGLang, TensorRT-LLM) keep it as ``global_steps``, set by the weight sync
+    once the new weights are in (``set_global_steps``), ``None`` before the first sync."""
+    return getattr(server, "global_steps", None)
+
+
+def replica_version_reader(handle: Any) -> VersionReader:
+    """A :data:`VersionReader` over the Ray actor ``handle`` of a veRL replica's server.
+
+    veRL's servers have no method that returns the step, so the read runs a function inside
+    the actor through Ray's ``__ray_call__``; a failed read (an actor of another kind, a Ray
+    without it) gives ``None`` and the call keeps the step's version."""
+
+    async def read() -> int | None:
+        try:
+            value = await handle.__ray_call__.remote(_served_step)
+        except Exception:  # noqa: BLE001 - a version we cannot read is a version we do not record
+            log.debug("could not read the served step of %r", handle, exc_info=True)
+            return None
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    return read
+
+
+def stamp_versions(answer: dict[str, Any], before: int | None, after: int | None) -> dict[str, Any]:
+    """``answer`` with the policy version(s) that sampled it: ``policy_version`` the replica's
+    step read just before the call, ``policy_version_final`` the step read just after when it
+    differs (a weight sync came in between: the call may have run on either, and the
+    staleness check treats it as spanning both, as the local engine's mid-call swaps)."""
+    admitted = before if before is not None else after
+    if admitted is None:
+        return answer
+    answer["policy_version"] = admitted
+    if after is not None and after != admitted:
+        answer["policy_version_final"] = after
+    return answer
+
+
 class ReplicaEngine:
     """:class:`~training.engines.base.ChatEngine` over veRL's vLLM replicas (round-robin per call
     over the replicas learnt so far: :meth:`add` as trajectories are assigned new ones).
 
-    The policy version is not known here (veRL syncs the replicas itself); the agent loop
-    takes it from the step's ``global_steps``."""
+    veRL syncs the replicas' weights itself. Where a replica's Ray actor is known
+    (:meth:`add` with ``versions``), each answer is stamped with the step of the weights that
+    served it (:func:`stamp_versions`, read before and after the call), which the proxy
+    records as the call's ``policy_version``; without one the agent loop falls back to the
+    step's ``global_steps``."""
 
-    def __init__(self, base_urls: list[str], *, model: str | None = None) -> None:
+    def __init__(self, base_urls: list[str], *, model: str | None = None,
+                 versions: Mapping[str, VersionReader] | None = None) -> None:
         if not base_urls:
             raise ValueError("ReplicaEngine: no vLLM replica address (OPENFORGE_VERL_SERVERS or veRL's server manager)")
         self.model = model
         self.base_urls: list[str] = []
         self._engines: list[Any] = []
+        self._versions: dict[str, VersionReader] = {}
         self._counter = itertools.count()
-        self.add(base_urls)
+        self.add(base_urls, versions)
 
-    def add(self, base_urls: list[str]) -> None:
+    def add(self, base_urls: list[str], versions: Mapping[str, VersionReader] | None = None) -> None:
+        """Learn replica addresses (and, by address, how to read the step each serves)."""
         from training.engines.openai_compat import OpenAICompatEngine  # noqa: PLC0415
 
         for url in base_urls:
             if url not in self.base_urls:
                 self.base_urls.append(url)
                 self._engines.append(OpenAICompatEngine(url, model=self.model))
+        for url, read in (versions or {}).items():
+            self._versions.setdefault(url, read)
 
     @property
     def policy_version(self) -> int | None:
         return None
 
     async def chat_completions(self, body: dict[str, Any]) -> dict[str, Any]:
-        return await self._engines[next(self._counter) % len(self._engines)].chat_completions(body)
+        i = next(self._counter) % len(self._engines)
+        read = self._versions.get(self.base_urls[i])
+        if read is None:
+            return await self._engines[i].chat_completions(body)
+        before = await read()
+        answer = await self._engines[i].chat_completions(body)
+        return stamp_versions(answer, before, await read())
 
     async def list_models(self) -> list[str]:
         return await self._engines[0].list_models()
@@ -137,7 +195,8 @@ async def rollout(request: RolloutRequest) -> RecordedRollout:
         starting = _workers[loop] = loop.create_task(WorkerRollouts.from_env(list(request.server_addresses)).start())
     worker = await starting
     if request.server_addresses:
-        worker.service.engine.add(list(request.server_addresses))
+        worker.service.engine.add(list(request.server_addresses),
+                                  {url: replica_version_reader(h) for url, h in request.server_handles.items()})
     return await worker.fn(request)
 
 
