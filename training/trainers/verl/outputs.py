@@ -66,9 +66,10 @@ def final_versions(calls: Sequence[Any]) -> dict[int, int]:
     ``policy_version_final`` where the weights changed during the call, else its own)."""
     out: dict[int, int] = {}
     for call in calls:
-        _, final = call_versions(call)
+        rec = RecordedCall.from_any(call)  # validated once: call_versions takes the record as it is
+        _, final = call_versions(rec)
         if final is not None:
-            out[RecordedCall.from_any(call).index] = final
+            out[rec.index] = final
     return out
 
 
