@@ -4,13 +4,16 @@ with its deployment's parameters, and its summary tables."""
 from __future__ import annotations
 
 import time
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from cli.commands.learning import ready
 from cli.common import echo_json, params, parse_overrides, run_flow
 from flows.params import PipelineParams
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 def pipeline_cmd(
@@ -51,16 +54,7 @@ def pipeline_cmd(
     if json_out:
         echo_json(summary)
         return
-    table = Table(title="OpenForge pipeline: held-out reward (react harness), mean ± standard error over n rollouts")
-    for column in ("stage", "n", "mean ± SE", "gain ± SE", "> 2 SE", "updates", "samples trained", "note"):
-        table.add_column(column, justify="left" if column in ("stage", "note") else "right")
-    for row in summary["stages"]:
-        gain = f"{row['gain']:+.3f} ± {row['gain_se']:.3f}" if "gain" in row else "-"
-        table.add_row(row["stage"], str(row["n"]), f"{row['mean_reward']:.3f} ± {row['stderr']:.3f}", gain,
-                      ("yes" if row["clear"] else "no") if "gain" in row else "-",
-                      "-" if row["updates"] is None else str(row["updates"]),
-                      "-" if row["samples_trained"] is None else str(row["samples_trained"]), row["note"])
-    console.print(table)
+    console.print(stage_table(summary["stages"]))
     if summary.get("reused"):
         console.print(f"reused from an earlier run (same inputs; --fresh runs them again): {', '.join(summary['reused'])}")
     if summary.get("rl"):
@@ -76,6 +70,24 @@ def pipeline_cmd(
         if path:
             console.print(f"  {path}")
     console.print(f"[bold]pipeline finished in {seconds / 60:.1f} min[/]")
+
+
+def stage_table(stages: list[dict]) -> Table:
+    """The per-stage summary: n, mean ± SE, the gain over the stage before, updates, samples."""
+    from rich.table import Table
+
+    table = Table(title="OpenForge pipeline: held-out reward (react harness), mean ± standard error over n rollouts")
+    for column in ("stage", "n", "mean ± SE", "gain ± SE", "> 2 SE", "updates", "samples trained", "note"):
+        # the note folds rather than ending in "…": a plain log (80 columns) keeps all of it
+        table.add_column(column, justify="left" if column in ("stage", "note") else "right",
+                         overflow="fold" if column == "note" else "ellipsis")
+    for row in stages:
+        gain = f"{row['gain']:+.3f} ± {row['gain_se']:.3f}" if "gain" in row else "-"
+        table.add_row(row["stage"], str(row["n"]), f"{row['mean_reward']:.3f} ± {row['stderr']:.3f}", gain,
+                      ("yes" if row["clear"] else "no") if "gain" in row else "-",
+                      "-" if row["updates"] is None else str(row["updates"]),
+                      "-" if row["samples_trained"] is None else str(row["samples_trained"]), row["note"])
+    return table
 
 
 def register(app: typer.Typer) -> None:
