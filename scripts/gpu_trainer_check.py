@@ -28,27 +28,25 @@ Llama and on a random model of SmolLM2-135M's shape (no download, no checkpoint)
 from __future__ import annotations
 
 import copy
+import os
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import torch  # noqa: E402
-from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
 
-from openforge.presets import TrainConfig  # noqa: E402
-from training.engines.local.sampling import RowSampler, choose_tokens  # noqa: E402
-from training.trainers.local import LocalTrainer  # noqa: E402
-from training.trainers.local.batching import collate, response_logprobs  # noqa: E402
-from training.trajectory import assign_group_advantages, build_trajectory  # noqa: E402
-from training.trajectory.records import SftExample  # noqa: E402
+from openforge.presets import TrainConfig
+from tests.training.trajectory.tiny import chat_call, rollout
+from training.engines.local.sampling import RowSampler, choose_tokens
+from training.trainers.local import LocalTrainer
+from training.trainers.local.batching import collate, response_logprobs
+from training.trajectory import assign_group_advantages, build_trajectory
+from training.trajectory.records import SftExample
 
-from tests.training.trajectory.tiny import chat_call, rollout  # noqa: E402  (the records the proxy stores)
-
-import os  # noqa: E402
-
-CUDA = torch.device(os.environ.get("OPENFORGE_CHECK_DEVICE", "cuda"))  # "cpu" runs the same checks here
+DEVICE = torch.device(os.environ.get("OPENFORGE_CHECK_DEVICE", "cuda"))  # "cpu" runs the same checks here
 
 
 def llama(hidden: int = 32, layers: int = 2, heads: int = 4, kv: int = 2, inter: int = 64, vocab: int = 32,
@@ -66,12 +64,12 @@ def cfg(**kw: object) -> TrainConfig:
     return TrainConfig(**{**base, **kw})
 
 
-def sampled(model: LlamaForCausalLM, prompt: list[int], n: int, t: float, p: float, k: int, seed: int):  # noqa: ANN201
-    gen = torch.Generator(device=CUDA).manual_seed(seed)
+def sampled(model: LlamaForCausalLM, prompt: list[int], n: int, t: float, p: float, k: int, seed: int):
+    gen = torch.Generator(device=DEVICE).manual_seed(seed)
     ids, lps = list(prompt), []
     with torch.no_grad():
         for _ in range(n):
-            logits = model(input_ids=torch.tensor([ids], device=CUDA)).logits[:, -1, :]
+            logits = model(input_ids=torch.tensor([ids], device=DEVICE)).logits[:, -1, :]
             choice = choose_tokens(logits, [RowSampler(t, p, k, 0, gen)], gen)[0]
             ids.append(choice.token)
             lps.append(choice.logprob)
@@ -89,11 +87,11 @@ def group_from(model: LlamaForCausalLM, t: float, p: float, k: int) -> list:
 
 
 def peak_gib() -> float:
-    return torch.cuda.max_memory_allocated() / 2**30 if CUDA.type == "cuda" else float("nan")
+    return torch.cuda.max_memory_allocated() / 2**30 if DEVICE.type == "cuda" else float("nan")
 
 
 def sync() -> None:
-    if CUDA.type == "cuda":
+    if DEVICE.type == "cuda":
         torch.cuda.synchronize()
 
 
@@ -104,34 +102,34 @@ def check(name: str, ok: bool, detail: str) -> None:
 
 
 def main() -> None:
-    if CUDA.type == "cuda" and not torch.cuda.is_available():
+    if DEVICE.type == "cuda" and not torch.cuda.is_available():
         sys.exit("gpu_trainer_check: torch sees no CUDA device")
-    print(f"torch {torch.__version__}, {torch.cuda.get_device_name(0) if CUDA.type == 'cuda' else 'cpu'}", flush=True)
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name(0) if DEVICE.type == 'cuda' else 'cpu'}", flush=True)
 
     for t, p, k in ((0.7, 1.0, 0), (0.6, 0.9, 0), (1.3, 0.8, 20)):
-        model = llama().to(CUDA)
+        model = llama().to(DEVICE)
         samples = group_from(model, t, p, k)
-        m = LocalTrainer(model, None, cfg(), device=CUDA).step(samples)
+        m = LocalTrainer(model, None, cfg(), device=DEVICE).step(samples)
         check(f"first-epoch ratio at T={t} top_p={p} top_k={k}", abs(m["engine_ratio_mean"] - 1) < 1e-4
               and m["clipfrac"] == 0.0, f"engine ratio {m['engine_ratio_mean']:.6f}, clipfrac {m['clipfrac']}")
 
     model = llama()
-    engine_model = copy.deepcopy(model).to(CUDA, torch.bfloat16)
+    engine_model = copy.deepcopy(model).to(DEVICE, torch.bfloat16)
     samples = group_from(engine_model, 0.8, 1.0, 0)
-    trainer = LocalTrainer(model, None, cfg(compute_dtype="bfloat16", lr=1e-3), device=CUDA)
+    trainer = LocalTrainer(model, None, cfg(compute_dtype="bfloat16", lr=1e-3), device=DEVICE)
     seen: list[torch.dtype] = []
     trainer.model.get_output_embeddings().register_forward_hook(lambda _m, _i, out: seen.append(out.dtype))
     m = trainer.step(samples)
     masters = {p.dtype for p in trainer.model.parameters()}
-    check(f"bf16 autocast on {CUDA.type}", bool(seen) and set(seen) == {torch.bfloat16} and masters == {torch.float32}
+    check(f"bf16 autocast on {DEVICE.type}", bool(seen) and set(seen) == {torch.bfloat16} and masters == {torch.float32}
           and abs(m["engine_ratio_mean"] - 1) < 0.02,
           f"head out {set(seen)}, weights {masters}, ratio vs bf16 engine {m['engine_ratio_mean']:.4f}")
 
-    trainer = LocalTrainer(llama(), None, cfg(), device=CUDA)
+    trainer = LocalTrainer(llama(), None, cfg(), device=DEVICE)
 
     def seq_lp(resp: list[int]) -> float:
         with torch.no_grad():
-            return float(response_logprobs(trainer.model, collate([[1, 3, 4]], [resp], [[1] * len(resp)], 0, CUDA)).sum())
+            return float(response_logprobs(trainer.model, collate([[1, 3, 4]], [resp], [[1] * len(resp)], 0, DEVICE)).sum())
 
     win0, lose0 = seq_lp([5, 6]), seq_lp([7, 8])
     for _ in range(5):
@@ -143,14 +141,14 @@ def main() -> None:
     check("GRPO moves probability to the better answer", win1 > win0 + 0.5 and lose1 < lose0 - 0.5,
           f"log p(win) {win0:.2f} -> {win1:.2f}, log p(lose) {lose0:.2f} -> {lose1:.2f}")
 
-    sft = LocalTrainer(llama(), None, cfg(lr=1e-2), device=CUDA)
+    sft = LocalTrainer(llama(), None, cfg(lr=1e-2), device=DEVICE)
     example = SftExample(input_ids=[1, 3, 4, 5, 6, 7], loss_mask=[0, 0, 0, 1, 1, 1])
     first = sft.sft_step([example])["loss"]
     for _ in range(3):
         last = sft.sft_step([example])["loss"]
     check("SFT lowers the NLL", last < first, f"loss {first:.3f} -> {last:.3f}")
 
-    if CUDA.type != "cuda":
+    if DEVICE.type != "cuda":
         print("(the step time at SmolLM2-135M's shape is measured on cuda only)")
         return
     # the main job's shape: SmolLM2-135M (576 wide, 30 layers, 9 heads / 3 kv, 1536 MLP, 49152 vocab)
@@ -166,7 +164,7 @@ def main() -> None:
     samples, _ = assign_group_advantages(trajs)
     for dtype in ("float32", "bfloat16"):
         trainer = LocalTrainer(copy.deepcopy(big), None, cfg(lr=4e-5, compute_dtype=dtype, ppo_mini_batch_size=2),
-                               device=CUDA)
+                               device=DEVICE)
         trainer.step(samples)  # warm-up: kernels, allocator
         sync()
         times = []
