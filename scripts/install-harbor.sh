@@ -31,4 +31,6 @@ if .venv-harbor/bin/python -c "import importlib.metadata as m, sys; sys.exit(m.v
   exit 0
 fi
 log "harbor==$HARBOR_VERSION"
-.venv-harbor/bin/pip install -q "harbor==$HARBOR_VERSION"
+source scripts/lib/packages.sh
+packages_setup .venv-harbor/bin/python
+packages_install .venv-harbor/bin/python "harbor==$HARBOR_VERSION"

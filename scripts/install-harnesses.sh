@@ -6,6 +6,7 @@ set -euo pipefail
 # Node for codex/claude: the system node (Debian's nodejs, >= 18). pip/npm only reach the
 # public registries. Re-run safely: finished steps are skipped.
 TOOLS="${OPENFORGE_TOOLS_DIR:-/opt/openforge-tools}"
+LIB="$(cd "$(dirname "$0")" && pwd)/lib"
 mkdir -p "$TOOLS"
 cd "$TOOLS"
 [ -f package.json ] || echo '{"name":"openforge-tools","private":true}' > package.json
@@ -32,7 +33,9 @@ if [ "${OPENFORGE_SKIP_OPENCLAW:-0}" != 1 ]; then
 fi
 if [ ! -x "$TOOLS/mini-swe-agent/bin/mini" ]; then
   python3 -m venv "$TOOLS/mini-swe-agent"
-  "$TOOLS/mini-swe-agent/bin/pip" install -q "mini-swe-agent==2.4.6"
+  source "$LIB/packages.sh"
+  packages_setup "$TOOLS/mini-swe-agent/bin/python"
+  packages_install "$TOOLS/mini-swe-agent/bin/python" "mini-swe-agent==2.4.6"
 fi
 # Verify: every binary runs (a half-finished npm install leaves dangling .bin links).
 fail=0

@@ -19,8 +19,10 @@ VERL_VERSION="${VERL_VERSION:-0.9.1}"
 DEPS=(ray tensordict torchdata hydra-core codetiming pylatexenc peft cachetools datasets msgspec pyzmq)
 TQ_VERSION="${TRANSFER_QUEUE_VERSION:-0.1.11}"
 
+source "$ROOT/scripts/lib/packages.sh"
+packages_setup "$PY"
 pip_install() {
-  "$PY" -m pip install --disable-pip-version-check -q -c "$CONSTRAINTS" "$@"
+  packages_install "$PY" "$@"
 }
 
 missing=()

