@@ -36,11 +36,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch
-from transformers import LlamaConfig, LlamaForCausalLM
+from transformers import LlamaForCausalLM
 
 from openforge.presets import TrainConfig
+from testkit.models import engine_sampled, tiny_llama
 from tests.training.trajectory.tiny import chat_call, rollout
-from training.engines.local.sampling import RowSampler, choose_tokens
 from training.trainers.local import LocalTrainer
 from training.trainers.local.batching import collate, response_logprobs
 from training.trajectory import assign_group_advantages, build_trajectory
@@ -49,13 +49,9 @@ from training.trajectory.records import SftExample
 DEVICE = torch.device(os.environ.get("OPENFORGE_CHECK_DEVICE", "cuda"))  # "cpu" runs the same checks here
 
 
-def llama(hidden: int = 32, layers: int = 2, heads: int = 4, kv: int = 2, inter: int = 64, vocab: int = 32,
-          seed: int = 0) -> LlamaForCausalLM:
-    torch.manual_seed(seed)
-    return LlamaForCausalLM(LlamaConfig(
-        vocab_size=vocab, hidden_size=hidden, intermediate_size=inter, num_hidden_layers=layers,
-        num_attention_heads=heads, num_key_value_heads=kv, max_position_embeddings=2048, pad_token_id=0,
-        eos_token_id=2, bos_token_id=1, tie_word_embeddings=True))
+def llama(**shape: int) -> LlamaForCausalLM:
+    """The trainer tests' tiny Llama with a tied head (the default model ties it)."""
+    return tiny_llama(tied=True, max_len=2048, **shape)
 
 
 def cfg(**kw: object) -> TrainConfig:
@@ -64,22 +60,10 @@ def cfg(**kw: object) -> TrainConfig:
     return TrainConfig(**{**base, **kw})
 
 
-def sampled(model: LlamaForCausalLM, prompt: list[int], n: int, t: float, p: float, k: int, seed: int):
-    gen = torch.Generator(device=DEVICE).manual_seed(seed)
-    ids, lps = list(prompt), []
-    with torch.no_grad():
-        for _ in range(n):
-            logits = model(input_ids=torch.tensor([ids], device=DEVICE)).logits[:, -1, :]
-            choice = choose_tokens(logits, [RowSampler(t, p, k, 0, gen)], gen)[0]
-            ids.append(choice.token)
-            lps.append(choice.logprob)
-    return ids[len(prompt):], lps
-
-
 def group_from(model: LlamaForCausalLM, t: float, p: float, k: int) -> list:
     trajs = []
     for i, reward in enumerate((1.0, 0.0, 0.5)):
-        response, lps = sampled(model, [1, 3, 4], 6, t, p, k, seed=i)
+        response, lps = engine_sampled(model, [1, 3, 4], 6, t, p, k, seed=i, device=DEVICE)
         request = {"messages": [], "temperature": t, "top_p": p, **({"top_k": k} if k else {})}
         trajs.append(build_trajectory(rollout(f"r{i}", reward=reward),
                                       [{**chat_call(0, [1, 3, 4], response, logprobs=lps), "request": request}]))
@@ -152,7 +136,7 @@ def main() -> None:
         print("(the step time at SmolLM2-135M's shape is measured on cuda only)")
         return
     # the main job's shape: SmolLM2-135M (576 wide, 30 layers, 9 heads / 3 kv, 1536 MLP, 49152 vocab)
-    big = llama(hidden=576, layers=30, heads=9, kv=3, inter=1536, vocab=49152)
+    big = llama(hidden=576, layers=30, heads=9, kv_heads=3, intermediate=1536, vocab=49152)
     gen = torch.Generator().manual_seed(0)
     trajs = []
     for g in range(4):

@@ -61,3 +61,35 @@ def build_tiny_model(vocab_size: int, seed: int = 0, max_len: int = 512) -> Any:
     with torch.no_grad():  # livelier logits (entropy ~4.9 nats of 6): fewer near-ties, varied samples
         model.lm_head.weight.mul_(10)
     return model.eval()
+
+
+def tiny_llama(seed: int = 0, vocab: int = 32, *, hidden: int = 32, layers: int = 2, heads: int = 4, kv_heads: int = 2,
+               intermediate: int = 64, max_len: int = 128, tied: bool = False) -> Any:
+    """A seeded random Llama for trainer maths (default: hidden 32, 2 layers, untied head), in
+    training mode; the shape and a tied head are arguments so a GPU check can run the same
+    model at a production shape."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    return LlamaForCausalLM(LlamaConfig(
+        vocab_size=vocab, hidden_size=hidden, intermediate_size=intermediate, num_hidden_layers=layers,
+        num_attention_heads=heads, num_key_value_heads=kv_heads, max_position_embeddings=max_len, pad_token_id=0,
+        eos_token_id=2, bos_token_id=1, tie_word_embeddings=tied,
+    ))
+
+
+def engine_sampled(model: Any, prompt: list[int], n_tokens: int, temperature: float, top_p: float, top_k: int,
+                   seed: int, device: torch.device | str = "cpu") -> tuple[list[int], list[float]]:
+    """``n_tokens`` tokens after ``prompt`` and their logprobs, drawn exactly as the local engine
+    draws them (its ``choose_tokens``, one full forward pass per token)."""
+    from training.engines.local.sampling import RowSampler, choose_tokens
+
+    gen = torch.Generator(device=device).manual_seed(seed)
+    ids, lps = list(prompt), []
+    with torch.no_grad():
+        for _ in range(n_tokens):
+            logits = model(input_ids=torch.tensor([ids], device=device)).logits[:, -1, :]
+            choice = choose_tokens(logits, [RowSampler(temperature, top_p, top_k, 0, gen)], gen)[0]
+            ids.append(choice.token)
+            lps.append(choice.logprob)
+    return ids[len(prompt):], lps

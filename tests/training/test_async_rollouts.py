@@ -17,8 +17,8 @@ import torch
 
 from environments.records import Outcome, RolloutResult
 from openforge.presets import TrainConfig
+from testkit.models import tiny_llama as make_tiny_llama
 from testkit.tasks import one_call_agent_argv
-from tests.training.trainers.conftest import make_tiny_llama
 from training.trajectory import prepare_grpo_batch
 from training.trajectory.staleness import StalenessPolicy, filter_stale
 from training.workflows.activity import Activity

@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from openforge.presets import TrainConfig
-from tests.training.trainers.conftest import make_tiny_llama
+from testkit.models import engine_sampled
+from testkit.models import tiny_llama as make_tiny_llama
 from tests.training.trajectory.tiny import chat_call, rollout
 from training.cpu import available_cores
 from training.trainers.local import LocalTrainer
@@ -73,27 +74,12 @@ def test_micro_batch_split_does_not_change_loss_or_gradient() -> None:
     assert one["grad_norm"] == pytest.approx(many["grad_norm"], rel=1e-4)
 
 
-def _engine_sampled(model, prompt: list[int], n_tokens: int, temperature: float, top_p: float, top_k: int, seed: int):  # noqa: ANN001, ANN202
-    """Tokens and logprobs drawn exactly as the local engine draws them (its choose_tokens)."""
-    from training.engines.local.sampling import RowSampler, choose_tokens
-
-    gen = torch.Generator().manual_seed(seed)
-    ids, lps = list(prompt), []
-    with torch.no_grad():
-        for _ in range(n_tokens):
-            logits = model(input_ids=torch.tensor([ids])).logits[:, -1, :]
-            choice = choose_tokens(logits, [RowSampler(temperature, top_p, top_k, 0, gen)], gen)[0]
-            ids.append(choice.token)
-            lps.append(choice.logprob)
-    return ids[len(prompt):], lps
-
-
 @pytest.mark.parametrize(("temperature", "top_p", "top_k"), [(0.7, 1.0, 0), (0.6, 0.9, 0), (1.3, 0.8, 20), (0.0, 1.0, 0)])
 def test_first_epoch_ratio_is_one_against_the_engine_at_any_sampling(temperature: float, top_p: float, top_k: int) -> None:
     model = make_tiny_llama()
     trajs = []
     for i, reward in enumerate((1.0, 0.0, 0.5)):
-        response, lps = _engine_sampled(model, [1, 3, 4], 6, temperature, top_p, top_k, seed=i)
+        response, lps = engine_sampled(model, [1, 3, 4], 6, temperature, top_p, top_k, seed=i)
         request = {"messages": [], "temperature": temperature, "top_p": top_p, **({"top_k": top_k} if top_k else {})}
         call = {**chat_call(0, [1, 3, 4], response, logprobs=lps), "request": request}
         trajs.append(build_trajectory(rollout(f"r{i}", reward=reward), [call]))
@@ -121,7 +107,7 @@ def test_bfloat16_compute_runs_the_passes_in_bf16_keeps_fp32_master_weights_and_
     engine_model = copy.deepcopy(model).to(torch.bfloat16)  # what a bf16 local engine serves
     trajs = []
     for i, reward in enumerate((1.0, 0.0, 0.5)):
-        response, lps = _engine_sampled(engine_model, [1, 3, 4], 6, 0.8, 1.0, 0, seed=i)
+        response, lps = engine_sampled(engine_model, [1, 3, 4], 6, 0.8, 1.0, 0, seed=i)
         call = {**chat_call(0, [1, 3, 4], response, logprobs=lps), "request": {"messages": [], "temperature": 0.8}}
         trajs.append(build_trajectory(rollout(f"r{i}", reward=reward), [call]))
     samples, _ = assign_group_advantages(trajs)
