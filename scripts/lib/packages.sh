@@ -22,13 +22,12 @@ PACKAGES_UV_ARGS=()
 
 _packages_log() { printf '\033[1m[packages]\033[0m %s\n' "$*" >&2; }
 
-# _pip_setting PYTHON KEY: the value pip run by PYTHON uses for KEY (environment, then the
-# [install] section, then [global]); empty when unset.
+# _pip_setting LISTING KEY: the value for KEY in LISTING (the output of `pip config list`):
+# the environment's, then the [install] section's, then [global]'s; empty when unset.
 _pip_setting() {
-  local listing scope value
-  listing="$("$1" -m pip config list 2>/dev/null)" || return 0
+  local scope value
   for scope in ":env:" install global; do
-    value="$(printf '%s\n' "$listing" | awk -v p="$scope.$2=" 'index($0, p) == 1 { print substr($0, length(p) + 1); exit }')"
+    value="$(printf '%s\n' "$1" | awk -v p="$scope.$2=" 'index($0, p) == 1 { print substr($0, length(p) + 1); exit }')"
     if [ -n "$value" ]; then
       value="${value#\'}"; printf '%s' "${value%\'}"; return 0
     fi
@@ -36,10 +35,11 @@ _pip_setting() {
 }
 
 # packages_setup PYTHON: find uv (PYTHON's environment, then the core .venv) or install it
-# into PYTHON's environment with pip (the version constraints.txt pins), and translate pip's settings into uv's arguments. Leaves
-# PACKAGES_UV empty (pip for every install) when uv cannot be installed.
+# into PYTHON's environment with pip (the version constraints.txt pins), and translate the
+# settings of PYTHON's pip into uv's arguments. Leaves PACKAGES_UV empty (pip for every
+# install) when uv cannot be installed.
 packages_setup() {
-  local py="$1" value item
+  local py="$1" value item listing
   PACKAGES_UV=""
   [ "${OPENFORGE_INSTALLER:-uv}" = pip ] && return 0
   local uv="$(dirname "$py")/uv"
@@ -52,14 +52,15 @@ packages_setup() {
   [ -x "$uv" ] || return 0
   PACKAGES_UV="$uv"
   PACKAGES_UV_ARGS=(--index-strategy unsafe-best-match -c "$PACKAGES_ROOT/constraints.txt")
-  value="$(_pip_setting "$py" index-url)"
+  listing="$("$py" -m pip config list 2>/dev/null)" || listing=""  # read once: each pip start costs ~0.4 s
+  value="$(_pip_setting "$listing" index-url)"
   [ -n "$value" ] && PACKAGES_UV_ARGS+=(--index-url "$value")
-  for item in $(_pip_setting "$py" extra-index-url); do PACKAGES_UV_ARGS+=(--extra-index-url "$item"); done
-  for item in $(_pip_setting "$py" find-links); do PACKAGES_UV_ARGS+=(--find-links "$item"); done
-  for item in $(_pip_setting "$py" constraint); do PACKAGES_UV_ARGS+=(-c "$item"); done
-  value="$(_pip_setting "$py" cert)"
+  for item in $(_pip_setting "$listing" extra-index-url); do PACKAGES_UV_ARGS+=(--extra-index-url "$item"); done
+  for item in $(_pip_setting "$listing" find-links); do PACKAGES_UV_ARGS+=(--find-links "$item"); done
+  for item in $(_pip_setting "$listing" constraint); do PACKAGES_UV_ARGS+=(-c "$item"); done
+  value="$(_pip_setting "$listing" cert)"
   if [ -n "$value" ] && [ -z "${SSL_CERT_FILE:-}" ]; then export SSL_CERT_FILE="$value"; fi
-  value="$(_pip_setting "$py" default-timeout)"; [ -n "$value" ] || value="$(_pip_setting "$py" timeout)"
+  value="$(_pip_setting "$listing" default-timeout)"; [ -n "$value" ] || value="$(_pip_setting "$listing" timeout)"
   if [ -n "$value" ] && [ -z "${UV_HTTP_TIMEOUT:-}" ]; then export UV_HTTP_TIMEOUT="${value%.*}"; fi
 }
 
