@@ -90,8 +90,8 @@ class PipelineParams(BaseModel):
     eval_tasks: int = Field(32, ge=1, description="Held-out tasks evaluated before/after (32 x 2 rollouts: n = 64, "
                             "standard error ~0.035-0.045 on contact-lookup).")
     eval_samples: int = Field(2, ge=1, description="Rollouts per held-out task and checkpoint: 2, not 3, to fit the "
-                              "main job in 15 min on slow 2-core boxes; the RL gains measured so far (+0.17 to "
-                              "+0.26) stay over 2 SE (~0.11) at n = 64 (docs/training-loop.md, session 20).")
+                              "main job in 15 min on slow 2-core boxes; the main-job RL gains measured so far "
+                              "(+0.17 to +0.28) stay over 2 SE (~0.11) at n = 64 (docs/training-loop.md, session 20).")
     base_eval_samples: int = Field(1, ge=1, description="Rollouts per held-out task for the base policy (n = "
                                    "eval_tasks x this): it scores ~0.04 on contact-lookup, standard error ~0.01 "
                                    "at n = 32, far below its gap to SFT; the SFT and SFT+RL evaluations, whose "
