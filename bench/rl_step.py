@@ -36,7 +36,7 @@ share of the step (goal < 5 %). Compare two builds or settings (``--set
 train.prestart_rollouts=false``) by running both on the same machine, interleaved, with the
 same arguments.
 
-    python bench/rl_step.py [--steps 3] [--group-size 2] [--tasks 2] [--max-tokens 32] [--seed 0] [--set KEY=VALUE]
+    python bench/rl_step.py [--steps 3] [--group-size 2] [--tasks 2] [--max-tokens 32] [--seed 0] [--model DIR] [--set KEY=VALUE]
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     tasks = make_tasks(work / "tasks", args.tasks)
     db = make_engine(get_settings().db_url)
     upgrade(get_settings().db_url, db)
-    engine, trainer, sync = await _policy(preset, plan.engine.kind, None, work / "run", db, "bench-rl-step")
+    engine, trainer, sync = await _policy(preset, plan.engine.kind, args.model, work / "run", db, "bench-rl-step")
     timed = TimedEngine(engine)
     gate = CallGate()
     proxy_ms = install_proxy_timing_hook()
@@ -208,6 +208,8 @@ def main() -> None:
     parser.add_argument("--max-steps", type=int, default=2, help="react steps per rollout.")
     parser.add_argument("--seed", type=int, default=0, help="Seed of the task sampling (train.seed: --set).")
     parser.add_argument("--set", action="append", help="Preset override KEY=VALUE (repeatable).")
+    parser.add_argument("--model", help="Start checkpoint (default: the preset's model), e.g. an SFT checkpoint "
+                        "of the main job: its rollouts are as long as the job's.")
     parser.add_argument("--json", type=Path, help="Also write the rows here.")
     args = parser.parse_args()
     os.environ.setdefault("OPENFORGE_HOME", tempfile.mkdtemp(prefix="rl-step-home-"))

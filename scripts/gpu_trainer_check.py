@@ -39,8 +39,8 @@ import torch
 from transformers import LlamaForCausalLM
 
 from openforge.presets import TrainConfig
-from testkit.models import engine_sampled, tiny_llama
-from tests.training.trajectory.tiny import chat_call, rollout
+from testkit.calls import chat_call, rollout
+from testkit.models import sampled_group, tiny_llama
 from training.trainers.local import LocalTrainer
 from training.trainers.local.batching import collate, response_logprobs
 from training.trajectory import assign_group_advantages, build_trajectory
@@ -58,16 +58,6 @@ def cfg(**kw: object) -> TrainConfig:
     base = {"lr": 1e-2, "micro_batch_size": 4, "max_grad_norm": 1e6, "dual_clip_c": None,
             "max_prompt_length": 1024, "max_response_length": 512}
     return TrainConfig(**{**base, **kw})
-
-
-def group_from(model: LlamaForCausalLM, t: float, p: float, k: int) -> list:
-    trajs = []
-    for i, reward in enumerate((1.0, 0.0, 0.5)):
-        response, lps = engine_sampled(model, [1, 3, 4], 6, t, p, k, seed=i, device=DEVICE)
-        request = {"messages": [], "temperature": t, "top_p": p, **({"top_k": k} if k else {})}
-        trajs.append(build_trajectory(rollout(f"r{i}", reward=reward),
-                                      [{**chat_call(0, [1, 3, 4], response, logprobs=lps), "request": request}]))
-    return assign_group_advantages(trajs)[0]
 
 
 def peak_gib() -> float:
@@ -92,14 +82,14 @@ def main() -> None:
 
     for t, p, k in ((0.7, 1.0, 0), (0.6, 0.9, 0), (1.3, 0.8, 20)):
         model = llama().to(DEVICE)
-        samples = group_from(model, t, p, k)
+        samples = sampled_group(model, t, p, k, device=DEVICE)
         m = LocalTrainer(model, None, cfg(), device=DEVICE).step(samples)
         check(f"first-epoch ratio at T={t} top_p={p} top_k={k}", abs(m["engine_ratio_mean"] - 1) < 1e-4
               and m["clipfrac"] == 0.0, f"engine ratio {m['engine_ratio_mean']:.6f}, clipfrac {m['clipfrac']}")
 
     model = llama()
     engine_model = copy.deepcopy(model).to(DEVICE, torch.bfloat16)
-    samples = group_from(engine_model, 0.8, 1.0, 0)
+    samples = sampled_group(engine_model, 0.8, device=DEVICE)
     trainer = LocalTrainer(model, None, cfg(compute_dtype="bfloat16", lr=1e-3), device=DEVICE)
     seen: list[torch.dtype] = []
     trainer.model.get_output_embeddings().register_forward_hook(lambda _m, _i, out: seen.append(out.dtype))

@@ -93,3 +93,22 @@ def engine_sampled(model: Any, prompt: list[int], n_tokens: int, temperature: fl
             ids.append(choice.token)
             lps.append(choice.logprob)
     return ids[len(prompt):], lps
+
+
+def sampled_group(model: Any, temperature: float, top_p: float = 1.0, top_k: int = 0, *,
+                  rewards: tuple[float, ...] = (1.0, 0.0, 0.5), prompt: tuple[int, ...] = (1, 3, 4), n_tokens: int = 6,
+                  device: torch.device | str = "cpu") -> list[Any]:
+    """One GRPO group: a rollout per reward, each one call of ``n_tokens`` tokens drawn from
+    ``model`` by the engine's sampler (:func:`engine_sampled`, seed = the rollout's index),
+    recorded with its sampling parameters, reconstructed and given group advantages — the
+    samples a trainer gets for a first-epoch ratio check."""
+    from testkit.calls import chat_call, rollout
+    from training.trajectory import assign_group_advantages, build_trajectory
+
+    request = {"messages": [], "temperature": temperature, "top_p": top_p, **({"top_k": top_k} if top_k else {})}
+    trajs = []
+    for i, reward in enumerate(rewards):
+        response, lps = engine_sampled(model, list(prompt), n_tokens, temperature, top_p, top_k, seed=i, device=device)
+        call = {**chat_call(0, list(prompt), response, logprobs=lps), "request": request}
+        trajs.append(build_trajectory(rollout(f"r{i}", reward=reward), [call]))
+    return assign_group_advantages(trajs)[0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -98,3 +99,54 @@ def test_only_trained_positions_are_scored_and_they_equal_a_full_forward() -> No
         assert torch.allclose(logp[b, : len(row)].detach(), torch.tensor(row), atol=1e-5)
     for name, p in model.named_parameters():
         assert torch.allclose(fast_grads[name], p.grad, atol=1e-5, rtol=1e-4), name
+
+
+def test_a_packed_micro_batch_equals_padded_rows_in_logprobs_and_gradients(monkeypatch) -> None:
+    """The packed layout (head once, then each sequence's rest, one row, attention per
+    sequence) gives the logprobs and every parameter's gradient of the padded rows, for
+    sequences of unequal length, a masked tool result, sampling per sequence, and a sequence
+    whose prompt is the head only; it runs fewer tokens than the padded layout."""
+    head = [1, 5, 7, 9, 11, 3, 13, 17, 19, 23]
+    prompts = [head + [30], head + [30, 31, 32, 33, 34, 35], head + [31, 32, 33], head + [44]]
+    responses = [[8, 6, 5], [9, 9, 9, 9, 40], [41, 42, 43, 44, 45, 46, 47], [50]]
+    masks = [[1, 1, 1], [1, 0, 0, 1, 1], [1, 1, 0, 0, 1, 1, 1], [1]]
+    sampling = [(0.8, 1.0, 0), (0.7, 0.9, 0), (1.3, 1.0, 20), (1.0, 1.0, 0)]
+    packed = collate(prompts, responses, masks, pad_id=0, sampling=sampling, pack=True)
+    padded = collate(prompts, responses, masks, pad_id=0, sampling=sampling, share_head=False)
+    assert packed.packed and packed.shared == len(head) and packed.input_ids.shape[0] == 1
+    assert packed.n_tokens == sum(len(p) + len(r) for p, r in zip(prompts, responses)) - 3 * len(head)
+    assert packed.n_tokens < padded.input_ids.numel()
+    results = []
+    for batch in (packed, padded):
+        model = _tiny_llama().train()
+        logp = response_logprobs(model, batch)
+        (logp * batch.mask).sum().backward()
+        results.append((logp.detach() * batch.mask, {n: p.grad.clone() for n, p in model.named_parameters()}))
+    (lp_packed, g_packed), (lp_padded, g_padded) = results
+    assert torch.allclose(lp_packed, lp_padded, atol=1e-5)
+    assert lp_packed.abs().sum() > 0
+    for name, grad in g_padded.items():
+        assert torch.allclose(g_packed[name], grad, atol=1e-5, rtol=1e-4), name
+    # the attention choice is the model's again after the pass
+    assert model.config._attn_implementation != "openforge_packed"
+
+
+def test_packed_attention_refuses_a_pass_that_bypassed_it() -> None:
+    """A model whose layers do not go through transformers' attention interface would attend
+    across the packed sequences; the pass is refused instead of trained on."""
+    from training.trainers.local.packed_attention import PackedLayout, packed_forward
+
+    model = _tiny_llama()
+    with pytest.raises(RuntimeError, match="packed attention ran in 0 of 2 layers"):
+        with packed_forward(model.get_decoder(), PackedLayout(2, (3,))):
+            pass  # no forward pass through the attention interface
+
+
+def test_an_architecture_without_a_plain_head_is_not_packed() -> None:
+    model = _tiny_llama()
+    assert batching.packable(model)
+    model.config.model_type = "gemma2"  # soft-capped logits: not in the packable set
+    assert not batching.packable(model)
+    batch = collate([[1, 2, 3], [1, 2, 4]], [[5], [6]], [[1], [1]], pad_id=0, pack=True)
+    with pytest.raises(ValueError, match="'gemma2' is not an architecture the packed layout supports"):
+        response_logprobs(model, batch)

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from openforge.presets import TrainConfig
-from testkit.models import engine_sampled
+from testkit.calls import chat_call, rollout
+from testkit.models import sampled_group
 from testkit.models import tiny_llama as make_tiny_llama
-from tests.training.trajectory.tiny import chat_call, rollout
 from training.cpu import available_cores
 from training.trainers.local import LocalTrainer
 from training.trainers.local.batching import collate, response_logprobs
@@ -74,16 +74,35 @@ def test_micro_batch_split_does_not_change_loss_or_gradient() -> None:
     assert one["grad_norm"] == pytest.approx(many["grad_norm"], rel=1e-4)
 
 
+def test_packed_micro_batches_keep_a_group_whole_within_the_padded_footprint() -> None:
+    """Packed, a micro-batch takes samples while its packed tokens stay within micro_batch_size
+    rows of its longest sample: a 5-sample group that shares a long head goes in one pass; a
+    sample that would break the budget opens the next micro-batch; padded (gradient
+    checkpointing), runs of micro_batch_size as before; and packed or padded, the loss and
+    gradient are the same."""
+    head = list(range(10, 40))
+    group = [head + [1, 2, 3, 4], head + [5, 6], head + [7], head + [8, 9, 1], head + [2, 3]]
+    trainer = LocalTrainer(make_tiny_llama(vocab=64), None, _cfg(micro_batch_size=4))
+    assert trainer._pack
+    assert trainer._micro_batches(range(5), group) == [[0, 1, 2, 3, 4]]
+    unrelated = [[60 + (i % 3)] * 34 for i in range(5)]  # no shared head: 5 x 34 > 4 x 34
+    assert trainer._micro_batches(range(5), unrelated) == [[0, 1, 2, 3], [4]]
+    assert trainer._micro_batches(range(5)) == [[0, 1, 2, 3], [4]]
+    padded = LocalTrainer(make_tiny_llama(vocab=64), None, _cfg(micro_batch_size=4, gradient_checkpointing=True))
+    assert not padded._pack and padded._micro_batches(range(5), group) == [[0, 1, 2, 3], [4]]
+    trajs = [build_trajectory(rollout(f"r{i}", reward=float(i % 2)), [chat_call(0, seq[:-1], seq[-1:])])
+             for i, seq in enumerate(group)]
+    samples, _ = assign_group_advantages(trajs)
+    packed_m = trainer.step(samples)
+    padded_m = padded.step(samples)
+    assert packed_m["loss"] == pytest.approx(padded_m["loss"], rel=1e-4, abs=1e-6)
+    assert packed_m["grad_norm"] == pytest.approx(padded_m["grad_norm"], rel=1e-4)
+
+
 @pytest.mark.parametrize(("temperature", "top_p", "top_k"), [(0.7, 1.0, 0), (0.6, 0.9, 0), (1.3, 0.8, 20), (0.0, 1.0, 0)])
 def test_first_epoch_ratio_is_one_against_the_engine_at_any_sampling(temperature: float, top_p: float, top_k: int) -> None:
     model = make_tiny_llama()
-    trajs = []
-    for i, reward in enumerate((1.0, 0.0, 0.5)):
-        response, lps = engine_sampled(model, [1, 3, 4], 6, temperature, top_p, top_k, seed=i)
-        request = {"messages": [], "temperature": temperature, "top_p": top_p, **({"top_k": top_k} if top_k else {})}
-        call = {**chat_call(0, [1, 3, 4], response, logprobs=lps), "request": request}
-        trajs.append(build_trajectory(rollout(f"r{i}", reward=reward), [call]))
-    samples, _ = assign_group_advantages(trajs)
+    samples = sampled_group(model, temperature, top_p, top_k)
     assert samples[0].sampling == (temperature, top_p, top_k)
     metrics = LocalTrainer(model, None, _cfg()).step(samples)
     assert metrics["engine_ratio_mean"] == pytest.approx(1.0, abs=1e-4)
@@ -105,12 +124,7 @@ def test_bfloat16_compute_runs_the_passes_in_bf16_keeps_fp32_master_weights_and_
 
     model = make_tiny_llama()
     engine_model = copy.deepcopy(model).to(torch.bfloat16)  # what a bf16 local engine serves
-    trajs = []
-    for i, reward in enumerate((1.0, 0.0, 0.5)):
-        response, lps = engine_sampled(engine_model, [1, 3, 4], 6, 0.8, 1.0, 0, seed=i)
-        call = {**chat_call(0, [1, 3, 4], response, logprobs=lps), "request": {"messages": [], "temperature": 0.8}}
-        trajs.append(build_trajectory(rollout(f"r{i}", reward=reward), [call]))
-    samples, _ = assign_group_advantages(trajs)
+    samples = sampled_group(engine_model, 0.8)
     trainer = LocalTrainer(model, None, _cfg(compute_dtype="bfloat16", lr=1e-3))
     seen: list[torch.dtype] = []
     hook = trainer.model.get_output_embeddings().register_forward_hook(lambda _m, _i, out: seen.append(out.dtype))
@@ -199,7 +213,7 @@ def test_sft_step_lowers_nll_on_response_tokens_only() -> None:
 def test_checkpoint_is_hf_loadable(tmp_path: Path) -> None:
     from transformers import AutoModelForCausalLM
 
-    from tests.training.trajectory.tiny import tiny_tokenizer
+    from testkit.calls import tiny_tokenizer
 
     trainer = LocalTrainer(make_tiny_llama(), tiny_tokenizer(), _cfg(checkpoint_dir=str(tmp_path / "ckpt")))
     trainer.step(_group())
@@ -231,7 +245,7 @@ def test_metrics_are_written_to_the_db(db_engine) -> None:  # noqa: ANN001
 
 def test_push_weights_updates_a_local_engine() -> None:
     engine_mod = pytest.importorskip("training.engines.local.engine", reason="local engine not available")
-    from tests.training.trajectory.tiny import tiny_tokenizer
+    from testkit.calls import tiny_tokenizer
 
     served = make_tiny_llama(seed=1)
     engine = engine_mod.LocalEngine(model=served, tokenizer=tiny_tokenizer(), dtype=torch.float32)

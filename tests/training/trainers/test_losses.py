@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from tests.training.trajectory.tiny import chat_call, rollout
+from testkit.calls import chat_call, rollout
 from training.trainers.local.losses import grpo_token_loss, kl_k3, token_weights
 from training.trajectory import build_trajectory
 

@@ -17,7 +17,7 @@ pytest.importorskip("verl", reason="veRL not installed: run scripts/install-verl
 core_algos = pytest.importorskip("verl.trainer.ppo.core_algos", reason="veRL core_algos not importable")
 
 from openforge.presets import list_presets, load_preset  # noqa: E402
-from tests.training.trajectory.tiny import chat_call, rollout, tiny_tokenizer  # noqa: E402
+from testkit.calls import chat_call, rollout, tiny_tokenizer  # noqa: E402
 from training.trainers.local.losses import grpo_token_loss, kl_k3, token_weights  # noqa: E402
 from training.trainers.verl.advantage import ESTIMATOR_NAME, openforge_grpo_advantage, register  # noqa: E402
 from training.trainers.verl.config import ADV_ESTIMATOR, to_hydra_overrides, verl_config, verl_overrides  # noqa: E402

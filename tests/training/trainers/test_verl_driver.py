@@ -22,7 +22,7 @@ pytest.importorskip("verl", reason="veRL not installed: run scripts/install-verl
 pytest.importorskip("transfer_queue", reason="TransferQueue not installed: run scripts/install-verl.sh")
 
 from openforge.presets import load_preset  # noqa: E402
-from tests.training.trajectory.tiny import chat_call, rollout, tiny_tokenizer  # noqa: E402
+from testkit.calls import chat_call, rollout, tiny_tokenizer  # noqa: E402
 from training.trainers.verl.outputs import RecordedRollout  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "environments" / "claw" / "examples"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.training.trajectory.tiny import chat_call, rollout, tiny_tokenizer
+from testkit.calls import chat_call, rollout, tiny_tokenizer
 from training.trajectory import build_trajectories, build_trajectory, call_rewards
 
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from tests.training.trajectory.tiny import chat_call, rollout
+from testkit.calls import chat_call, rollout
 from training.trajectory import assign_group_advantages, build_trajectory, group_advantages
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.training.trajectory.tiny import chat_call, rollout
+from testkit.calls import chat_call, rollout
 from training.trajectory import build_trajectory, merge_prefix_calls
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.training.trajectory.tiny import chat_call, rollout
+from testkit.calls import chat_call, rollout
 from training.trajectory import build_trajectory
 from training.trajectory.sft import (
     collapse_runs,

@@ -1,9 +1,15 @@
-"""Micro-batches of samples → padded tensors, and per-token logprobs of the responses.
+"""Micro-batches of samples → model inputs, and per-token logprobs of the responses.
 
-A sequence is ``prompt_ids + response_ids``, right-padded to the longest in the
-micro-batch. Response-aligned tensors are [B, R]; the model's logits at position j predict
-token j+1, so response token k of a sequence with prompt length P is scored by the logits
-at P − 1 + k.
+A sequence is ``prompt_ids + response_ids``. Response-aligned tensors are [B, R]; the model's
+logits at position j predict token j+1, so response token k of a sequence with prompt length
+P is scored by the logits at P − 1 + k. Two layouts of the B sequences:
+
+- **packed** (``collate(pack=True)``; what the local trainer uses): the head all sequences
+  share, then each sequence's rest, one after the other in ONE row [1, T], with a block mask
+  (a token sees the head and the earlier tokens of its own sequence) and each sequence's own
+  positions. No padding is computed and the head runs once, in the same pass;
+- **padded**: the rests right-padded to the longest [B, L], the head (if any) run once first
+  and its key/value cache broadcast to every row.
 """
 
 from __future__ import annotations
@@ -14,6 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+
+from training.trainers.local.packed_attention import PackedLayout, packed_forward
 
 #: ``(temperature, top_p, top_k)`` of one sequence's sampling distribution.
 Sampling = tuple[float, float, int]
@@ -32,15 +40,25 @@ class Batch:
     #: prompt, the system prompt and tool schemas of any agent prompt), run once per forward
     #: pass; None: nothing shared (``input_ids`` are the whole sequences).
     shared_ids: torch.Tensor | None = None
+    #: Packed layout: ``input_ids`` [1, T] are the shared head then every sequence's rest (of
+    #: these lengths), ``response_index`` positions in that one row. None: the padded layout.
+    rest_lengths: tuple[int, ...] | None = None
+    head_length: int = 0  # packed layout: tokens of the shared head at the start of the row
+
+    @property
+    def packed(self) -> bool:
+        return self.rest_lengths is not None
 
     @property
     def shared(self) -> int:
+        if self.packed:
+            return self.head_length
         return 0 if self.shared_ids is None else int(self.shared_ids.shape[1])
 
     @property
     def n_tokens(self) -> int:
         """Tokens one forward pass runs through the model (the shared head once)."""
-        return int(self.attention_mask.sum()) + self.shared
+        return int(self.attention_mask.sum()) + (0 if self.packed else self.shared)
 
 
 def fits(prompt_len: int, response_len: int, max_prompt: int, max_response: int) -> bool:
@@ -57,17 +75,19 @@ def collate(
     device: torch.device | str = "cpu",
     sampling: Sequence[Sampling] | None = None,
     share_head: bool = True,
+    pack: bool = False,
 ) -> Batch:
-    """Right-padded tensors for one micro-batch.
+    """Tensors for one micro-batch: packed into one row (``pack``) or right-padded.
 
     With ``share_head`` (and more than one sequence), the tokens all sequences start with —
     up to one before the shortest prompt, whose last position scores the first response
-    token — become ``shared_ids`` and are cut from every row: the head is then computed once
-    per forward pass instead of once per row (exact: its keys and values, gradient included,
-    are what every row attends to)."""
+    token — are computed once per forward pass instead of once per sequence (exact: their
+    keys and values, gradient included, are what every sequence attends to)."""
     n = len(prompts)
     seqs = [list(p) + list(r) for p, r in zip(prompts, responses, strict=True)]
-    shared = shared_head(seqs, min(len(p) for p in prompts) - 1) if share_head and n > 1 else 0
+    shared = shared_head(seqs, min(len(p) for p in prompts) - 1) if (share_head or pack) and n > 1 else 0
+    if pack:
+        return _packed(seqs, prompts, responses, masks, shared, pad_id, device, sampling)
     seq_len = max(len(q) for q in seqs) - shared
     resp_len = max(1, max(len(r) for r in responses))
     input_ids = torch.full((n, seq_len), pad_id, dtype=torch.long)
@@ -86,6 +106,54 @@ def collate(
     head = torch.tensor([seqs[0][:shared]], dtype=torch.long).to(device) if shared else None
     return Batch(input_ids.to(device), attention.to(device), index.to(device), resp.to(device), mask.to(device),
                  list(sampling) if sampling is not None else None, head)
+
+
+def _packed(seqs: list[list[int]], prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]],
+            masks: Sequence[Sequence[float]], shared: int, pad_id: int, device: torch.device | str,
+            sampling: Sequence[Sampling] | None) -> Batch:
+    """The packed layout of :func:`collate`: head, then each sequence's rest, in one row."""
+    n = len(seqs)
+    rests = [seq[shared:] for seq in seqs]
+    flat = seqs[0][:shared] + [tok for rest in rests for tok in rest]
+    resp_len = max(1, max(len(r) for r in responses))
+    index = torch.zeros((n, resp_len), dtype=torch.long)
+    resp = torch.full((n, resp_len), pad_id, dtype=torch.long)
+    mask = torch.zeros((n, resp_len), dtype=torch.float32)
+    start = shared
+    for b, (p, r, m) in enumerate(zip(prompts, responses, masks, strict=True)):
+        if r:
+            first = start + len(p) - 1 - shared  # the logits that predict response token 0
+            index[b, : len(r)] = torch.arange(first, first + len(r))
+            resp[b, : len(r)] = torch.tensor(list(r), dtype=torch.long)
+            mask[b, : len(r)] = torch.tensor(list(m), dtype=torch.float32)
+        start += len(rests[b])
+    input_ids = torch.tensor([flat], dtype=torch.long)
+    return Batch(input_ids.to(device), torch.ones_like(input_ids).to(device), index.to(device), resp.to(device),
+                 mask.to(device), list(sampling) if sampling is not None else None, None,
+                 rest_lengths=tuple(len(rest) for rest in rests), head_length=shared)
+
+
+def packable(model: torch.nn.Module) -> bool:
+    """Whether ``model`` can run the packed layout: an architecture whose attention layers go
+    through transformers' attention interface (:mod:`.packed_attention`)."""
+    return getattr(getattr(model, "config", None), "model_type", None) in _PLAIN_HEAD_MODELS
+
+
+def _packed_positions(batch: Batch) -> torch.Tensor:
+    """[1, T]: the head's positions, then each sequence's rest's, counted on from the head."""
+    assert batch.rest_lengths is not None
+    device, head = batch.input_ids.device, batch.head_length
+    return torch.cat([torch.arange(head, device=device)]
+                     + [torch.arange(head, head + n, device=device) for n in batch.rest_lengths])[None]
+
+
+def packed_tokens(seqs: Sequence[Sequence[int]]) -> int:
+    """Tokens of ``seqs`` in the packed layout: their shared head once, then each one's rest.
+    It may count a few tokens fewer than :func:`collate` packs: its head stops one token
+    before the shortest sequence, collate's before the shortest prompt."""
+    if len(seqs) < 2:
+        return sum(len(q) for q in seqs)
+    return sum(len(q) for q in seqs) - (len(seqs) - 1) * shared_head(seqs, min(len(q) for q in seqs) - 1)
 
 
 def shared_head(seqs: Sequence[Sequence[int]], limit: int) -> int:
@@ -118,6 +186,16 @@ def _response_scores(model: torch.nn.Module, batch: Batch, keep: torch.Tensor) -
     tokens is spent.
     """
     head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    if batch.packed:
+        if head is None or not packable(model):
+            raise ValueError(f"packed micro-batches: {getattr(model.config, 'model_type', type(model).__name__)!r} "
+                             "is not an architecture the packed layout supports (use collate(pack=False))")
+        assert batch.rest_lengths is not None
+        at = batch.response_index[keep]  # [N] positions in the one packed row
+        decoder = model.get_decoder()
+        with packed_forward(decoder, PackedLayout(batch.head_length, batch.rest_lengths)) as layout:
+            hidden = decoder(input_ids=batch.input_ids, position_ids=_packed_positions(batch), **layout).last_hidden_state
+        return head(hidden[0, at]).float()
     if head is not None and getattr(model.config, "model_type", None) in _PLAIN_HEAD_MODELS:
         decoder = model.get_decoder()
         hidden = decoder(**_rows_after_head(decoder, batch)).last_hidden_state

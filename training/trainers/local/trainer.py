@@ -42,7 +42,7 @@ from openforge.settings import get_settings
 from training.cpu import CoreClaim
 from training.memory import release_freed_memory
 from training.precision import resolve_dtype
-from training.trainers.local.batching import Batch, collate, fits, response_logprobs
+from training.trainers.local.batching import Batch, collate, fits, packable, packed_tokens, response_logprobs
 from training.trainers.local.losses import (
     grpo_token_loss,
     kl_k3,
@@ -188,10 +188,26 @@ class LocalTrainer:
         return 0
 
     # ---------------------------------------------------------------- GRPO
-    def _micro_batches(self, idx: Sequence[int]) -> list[list[int]]:
-        """``idx`` in consecutive runs of ``micro_batch_size``."""
+    def _micro_batches(self, idx: Sequence[int], seqs: Sequence[Sequence[int]] | None = None) -> list[list[int]]:
+        """``idx`` in consecutive runs of ``micro_batch_size``. Packed (:attr:`_pack`, with the
+        token sequences ``seqs`` given): consecutive runs whose packed tokens (the shared head
+        once, then each sequence's rest) stay within ``micro_batch_size`` rows of the longest
+        of them — the footprint of a padded micro-batch — so a group with one sample more than
+        ``micro_batch_size`` (a rollout whose calls did not merge) shares its head in one pass
+        instead of leaving a sample to run its whole prompt alone."""
         size = self.config.micro_batch_size
-        return [list(idx[i: i + size]) for i in range(0, len(idx), size)]
+        if not self._pack or seqs is None:
+            return [list(idx[i: i + size]) for i in range(0, len(idx), size)]
+        chunks: list[list[int]] = []
+        for i in idx:
+            chunk = chunks[-1] + [i] if chunks else [i]
+            if len(chunk) > 1 and packed_tokens([seqs[j] for j in chunk]) > size * max(len(seqs[j]) for j in chunk):
+                chunks.append([i])
+            elif chunks:
+                chunks[-1] = chunk
+            else:
+                chunks.append(chunk)
+        return chunks
 
     def _mini_batches(self, samples: Sequence[Sample]) -> list[list[int]]:
         """The step's sample indices split into ``train.ppo_mini_batch_size`` task groups each
@@ -209,7 +225,7 @@ class LocalTrainer:
     def _tensors(self, samples: Sequence[Sample], idx: list[int]) -> Batch:
         return collate([samples[i].prompt_ids for i in idx], [samples[i].response_ids for i in idx],
                        [samples[i].loss_mask or [] for i in idx], self.pad_id, self.device,
-                       sampling=[samples[i].sampling for i in idx], share_head=self._share_head)
+                       sampling=[samples[i].sampling for i in idx], share_head=self._share_head, pack=self._pack)
 
     @property
     def _share_head(self) -> bool:
@@ -217,6 +233,14 @@ class LocalTrainer:
         with gradient checkpointing: the model then runs without a key/value cache in
         training mode, and the shared head is passed to the rows as one."""
         return not self.checkpointing
+
+    @property
+    def _pack(self) -> bool:
+        """Whether micro-batches use the packed layout (``batching.collate``): the shared head
+        and each sequence's rest in one row, no padding computed (on the main job's GRPO steps
+        36.5 s against 54.5 s padded). Not with gradient checkpointing, whose recomputation
+        in the backward pass runs outside the packed-attention context."""
+        return not self.checkpointing and packable(self.model)
 
     def _filled(self, rows: list[list[float]], shape: torch.Size) -> torch.Tensor:
         out = torch.zeros(shape, dtype=torch.float32)
@@ -238,7 +262,7 @@ class LocalTrainer:
         """The current policy's logprobs of every sample's response (no gradient)."""
         out: list[list[float]] = [[] for _ in samples]
         self.model.eval()
-        for idx in self._micro_batches(range(len(samples))):
+        for idx in self._micro_batches(range(len(samples)), [s.prompt_ids + s.response_ids for s in samples]):
             with self._autocast():
                 lp = response_logprobs(self.model, self._tensors(samples, idx)).cpu()
             for b, i in enumerate(idx):
@@ -293,8 +317,9 @@ class LocalTrainer:
         n_tok = 0.0
         want_entropy = cfg.entropy_coef > 0
         n_tok_before_update = 0.0  # trained tokens scored before this step's first update
+        seqs = [s.prompt_ids + s.response_ids for s in samples]
         for epoch, first_mini, mini in ((e, j == 0, m) for e in range(cfg.ppo_epochs) for j, m in enumerate(minis)):
-            for chunk in self._micro_batches(mini):
+            for chunk in self._micro_batches(mini, seqs):
                 batch = self._tensors(samples, chunk)
                 shape = batch.mask.shape
                 old_lp = self._filled([old[i] for i in chunk], shape)  # [B, R]
@@ -394,7 +419,7 @@ class LocalTrainer:
         total = float(sum(sum(e.loss_mask) for e in seqs))
         self.model.train()
         loss_sum = 0.0
-        for chunk in self._micro_batches(range(len(seqs))):
+        for chunk in self._micro_batches(range(len(seqs)), [e.input_ids for e in seqs]):
             # Everything before the first learned token is context ("prompt"); from there on
             # every token is scored and the mask keeps only the learned ones. Long agent
             # prompts then cost one forward pass but no LM-head logits.
@@ -405,7 +430,8 @@ class LocalTrainer:
                 prompts.append(ids[:first])
                 responses.append(ids[first:])
                 masks.append(mask[first:])
-            batch = collate(prompts, responses, masks, self.pad_id, self.device, share_head=self._share_head)
+            batch = collate(prompts, responses, masks, self.pad_id, self.device, share_head=self._share_head,
+                            pack=self._pack)
             with self._autocast():
                 logp = response_logprobs(self.model, batch)  # [B, R]
             loss = (sft_token_loss(logp) * batch.mask).sum() / total  # token-mean over the step

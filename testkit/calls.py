@@ -1,4 +1,6 @@
-"""Tiny real tokenizer and hand-built recorded calls for reconstruction tests (no downloads)."""
+"""Hand-built recorded calls in the proxy's ``/calls`` format and a tiny real word-level tokenizer:
+the inputs of trajectory-reconstruction and trainer tests and of ``scripts/gpu_trainer_check.py``
+(no downloads)."""
 
 from __future__ import annotations
 
@@ -62,4 +64,5 @@ def chat_call(
 
 
 def rollout(rollout_id: str, status: str = "ok", reward: float | None = 1.0, group_id: str = "g", task_id: str = "t") -> dict[str, Any]:
+    """One rollout row as trajectory reconstruction reads it."""
     return {"rollout_id": rollout_id, "status": status, "reward": reward, "group_id": group_id, "task_id": task_id}
