@@ -50,7 +50,9 @@ class TrainConfig(_Section):
     warmup_steps: int = Field(0, ge=0)
     # Batch sizes: task groups per RL step, samples per forward pass.
     train_batch_size: int = Field(8, ge=1, description="Task groups (prompts) per optimiser step.")
-    micro_batch_size: int = Field(4, ge=1, description="Sequences per forward/backward pass.")
+    micro_batch_size: int = Field(4, ge=1, description="Sequences per forward/backward pass; packed (the local "
+                                  "trainer without gradient checkpointing), as many sequences as fit in this many "
+                                  "rows of the longest of them.")
     ppo_epochs: int = Field(1, ge=1, description="Passes over one step's samples.")
     ppo_mini_batch_size: int | None = Field(
         None, ge=1, description="Task groups per optimiser update (veRL's ppo_mini_batch_size): each PPO epoch "
