@@ -83,14 +83,16 @@ async def _pipeline(params: PipelineParams, reused: list[str]) -> dict:
     synthesize = synthesize_flow.with_options(result_storage=results_dir(), persist_result=False)
     stage(STAGES[0], 1, n)
     rl_syn = await synthesize(SynthesizeParams(domain="claw", n=params.n_rl_tasks + params.eval_tasks,
-                                               purpose="rl", seed=params.seed, families=families))
+                                               purpose="rl", seed=params.seed, families=families,
+                                               parallelism=params.synth_parallelism))
     rl_dirs = sorted(rl_syn["verified_dirs"])
     if len(rl_dirs) < params.n_rl_tasks + params.eval_tasks:
         raise RuntimeError(f"synthesis verified only {len(rl_dirs)} RL tasks of {params.n_rl_tasks + params.eval_tasks}")
     eval_dirs, train_dirs = rl_dirs[: params.eval_tasks], rl_dirs[params.eval_tasks:]
     stage(STAGES[1], 2, n)
     sft_syn = await synthesize(SynthesizeParams(domain="claw", n=params.n_sft_tasks, purpose="sft",
-                                                seed=params.seed + 1, families=families))
+                                                seed=params.seed + 1, families=families,
+                                                parallelism=params.synth_parallelism))
     sft_dirs = sorted(sft_syn["verified_dirs"])
 
     def evaluation(checkpoint: str | None, label: str, samples: int) -> asyncio.Future:

@@ -198,6 +198,12 @@ class LocalEngine:
 
     def close(self) -> None:
         self._batcher.close()
+        s = self._batcher.stats
+        if s.requests_done:
+            log.info("local engine: %d requests; prefill %d passes, %.1f s (%d tokens run, %d reused); "
+                     "decode %d steps, %.1f s (%d tokens, up to %d rows)", s.requests_done, s.prefill_passes,
+                     s.prefill_seconds, s.prefilled_tokens, s.prefix_reused_tokens, s.decode_steps, s.decode_seconds,
+                     s.generated_tokens, s.max_rows)
 
     # --------------------------------------------------------------- weight updates
     def update_weights(self, source: Mapping[str, torch.Tensor] | torch.nn.Module | str | os.PathLike[str]) -> int:
