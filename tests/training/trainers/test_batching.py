@@ -10,6 +10,25 @@ from training.trainers.local import batching
 from training.trainers.local.batching import collate, response_logprobs
 
 
+
+def _assert_same_logprobs_and_grads(batch, reference) -> torch.nn.Module:  # noqa: ANN001 - two Batch layouts
+    """Fresh tiny models (same seed) give ``batch`` the masked response logprobs and every
+    parameter gradient of ``reference``, and the logprobs are not all zero; returns the model
+    that scored ``batch``."""
+    results, models = [], []
+    for b in (batch, reference):
+        model = _tiny_llama().train()
+        models.append(model)
+        logp = response_logprobs(model, b)
+        (logp * b.mask).sum().backward()
+        results.append((logp.detach() * b.mask, {n: p.grad.clone() for n, p in model.named_parameters()}))
+    (lp, grads), (lp_ref, grads_ref) = results
+    assert torch.allclose(lp, lp_ref, atol=1e-5)
+    assert lp.abs().sum() > 0
+    for name, grad in grads_ref.items():
+        assert torch.allclose(grads[name], grad, atol=1e-5, rtol=1e-4), name
+    return models[0]
+
 def test_response_only_head_matches_full_logits(monkeypatch) -> None:
     torch.manual_seed(0)
     model = LlamaForCausalLM(LlamaConfig(vocab_size=97, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
@@ -42,16 +61,7 @@ def test_a_shared_head_run_once_gives_the_same_logprobs_and_gradients(monkeypatc
     assert shared.n_tokens == plain.n_tokens - 2 * len(head)  # tokens run through the model
     for plain_head_models in (batching._PLAIN_HEAD_MODELS, frozenset()):  # response-only head and full logits
         monkeypatch.setattr(batching, "_PLAIN_HEAD_MODELS", plain_head_models)
-        grads = []
-        for batch in (shared, plain):
-            model = _tiny_llama().train()
-            logp = response_logprobs(model, batch)
-            (logp * batch.mask).sum().backward()
-            grads.append((logp.detach() * batch.mask, {n: p.grad.clone() for n, p in model.named_parameters()}))
-        (lp_shared, g_shared), (lp_plain, g_plain) = grads
-        assert torch.allclose(lp_shared, lp_plain, atol=1e-5)
-        for name, grad in g_plain.items():
-            assert torch.allclose(g_shared[name], grad, atol=1e-5, rtol=1e-4), name
+        _assert_same_logprobs_and_grads(shared, plain)
 
 
 def test_no_head_is_shared_when_the_prompts_differ_from_the_first_token_or_a_row_is_alone() -> None:
@@ -116,17 +126,7 @@ def test_a_packed_micro_batch_equals_padded_rows_in_logprobs_and_gradients(monke
     assert packed.packed and packed.shared == len(head) and packed.input_ids.shape[0] == 1
     assert packed.n_tokens == sum(len(p) + len(r) for p, r in zip(prompts, responses)) - 3 * len(head)
     assert packed.n_tokens < padded.input_ids.numel()
-    results = []
-    for batch in (packed, padded):
-        model = _tiny_llama().train()
-        logp = response_logprobs(model, batch)
-        (logp * batch.mask).sum().backward()
-        results.append((logp.detach() * batch.mask, {n: p.grad.clone() for n, p in model.named_parameters()}))
-    (lp_packed, g_packed), (lp_padded, g_padded) = results
-    assert torch.allclose(lp_packed, lp_padded, atol=1e-5)
-    assert lp_packed.abs().sum() > 0
-    for name, grad in g_padded.items():
-        assert torch.allclose(g_packed[name], grad, atol=1e-5, rtol=1e-4), name
+    model = _assert_same_logprobs_and_grads(packed, padded)
     # the attention choice is the model's again after the pass
     assert model.config._attn_implementation != "openforge_packed"
 
