@@ -5,9 +5,10 @@ logits at position j predict token j+1, so response token k of a sequence with p
 P is scored by the logits at P − 1 + k. Two layouts of the B sequences:
 
 - **packed** (``collate(pack=True)``; what the local trainer uses): the head all sequences
-  share, then each sequence's rest, one after the other in ONE row [1, T], with a block mask
-  (a token sees the head and the earlier tokens of its own sequence) and each sequence's own
-  positions. No padding is computed and the head runs once, in the same pass;
+  share, then each sequence's rest, one after the other in ONE row [1, T], with each
+  sequence's own positions; attention per sequence (:mod:`.packed_attention`: a token sees
+  the head and the earlier tokens of its own sequence). No padding is computed and the head
+  runs once, in the same pass;
 - **padded**: the rests right-padded to the longest [B, L], the head (if any) run once first
   and its key/value cache broadcast to every row.
 """

@@ -198,15 +198,15 @@ class LocalTrainer:
         size = self.config.micro_batch_size
         if not self._pack or seqs is None:
             return [list(idx[i: i + size]) for i in range(0, len(idx), size)]
+        def fits(chunk: list[int]) -> bool:
+            return packed_tokens([seqs[j] for j in chunk]) <= size * max(len(seqs[j]) for j in chunk)
+
         chunks: list[list[int]] = []
         for i in idx:
-            chunk = chunks[-1] + [i] if chunks else [i]
-            if len(chunk) > 1 and packed_tokens([seqs[j] for j in chunk]) > size * max(len(seqs[j]) for j in chunk):
-                chunks.append([i])
-            elif chunks:
-                chunks[-1] = chunk
+            if chunks and fits(chunks[-1] + [i]):
+                chunks[-1].append(i)
             else:
-                chunks.append(chunk)
+                chunks.append([i])
         return chunks
 
     def _mini_batches(self, samples: Sequence[Sample]) -> list[list[int]]:
