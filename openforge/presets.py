@@ -155,7 +155,9 @@ class EngineConfig(_Section):
     threads: int | None = Field(
         None, ge=1,
         description="Local engine on CPU: intra-op threads of its forward passes. None: half the cores "
-                    "(at least 1), leaving the rest to the harnesses, sandboxes and verifiers it runs beside.")
+                    "(at least 1), leaving the rest to the harnesses, sandboxes and verifiers it runs beside; "
+                    "every core for the engine of a synchronous RL run (train.async_rollouts = false), which "
+                    "decodes while its trainer waits.")
     context_length: int | None = Field(
         None, ge=256,
         description="Local engine: tokens of context served. None: the default model at 32k (static YaRN, "

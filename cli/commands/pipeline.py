@@ -46,6 +46,10 @@ def pipeline_cmd(
                family=None if family == "all" else family, teacher=teacher, seed=seed, overrides=parse_overrides(set_),
                fresh=fresh)
     ready(p.preset, p.overrides)
+    from openforge.presets import load_preset
+    from training.engines.model_store import prepare_default_model_in_background
+
+    prepare_default_model_in_background(load_preset(p.preset, p.overrides).engine.model_path)  # beside Prefect's start
     console = Console(stderr=True)
     t0 = time.perf_counter()
     summary = run_flow(pipeline_flow, p, label="pipeline")

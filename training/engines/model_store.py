@@ -30,6 +30,8 @@ import json
 import logging
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -219,6 +221,28 @@ def default_model_path(models_dir: Path | None = None, *, verify: Verify = "size
     return target
 
 
+def prepare_default_model_in_background(model: str | os.PathLike[str] | None = None,
+                                        models_dir: Path | None = None) -> subprocess.Popen[bytes] | None:
+    """Start converting the default model in a separate process when it is the model
+    :func:`resolve_model` would choose for ``model`` and it is not converted yet, and return
+    that process (None: nothing to do). The first stage that loads the model then finds it
+    ready, or waits on the conversion lock for the rest.
+
+    Why: on a fresh machine the conversion is ~15-19 s of one core at the main job's third
+    stage; started before Prefect's embedded server (which holds one core for ~15 s while
+    the other waits), it costs no wall time. A process rather than a thread, because the
+    pipeline imports Prefect meanwhile and imports hold the interpreter lock. Its failure
+    is not reported here: the stage's own call converts again and raises the error.
+    """
+    if (model if model is not None else os.environ.get(MODEL_ENV)) is not None:
+        return None
+    root = (models_dir or get_settings().models_dir).expanduser().resolve()
+    if verify_model_dir(root / DEFAULT_MODEL_NAME):
+        return None
+    return subprocess.Popen([sys.executable, "-m", __name__, str(root)], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+
 def shared_cache_dir() -> Path:
     """A per-machine models dir for tests and benches (``$OPENFORGE_MODEL_CACHE``, else
     ``~/.cache/openforge/models``), so the default model is converted once per machine."""
@@ -248,3 +272,7 @@ def is_default_model(source: str | os.PathLike[str]) -> bool:
         return manifest.is_file() and DEFAULT_MODEL_NAME in manifest.read_text(encoding="utf-8")
     except OSError:
         return False
+
+
+if __name__ == "__main__":  # python -m training.engines.model_store MODELS_DIR: convert the default model there
+    default_model_path(Path(sys.argv[1]))

@@ -43,9 +43,15 @@ def load_tasks(dirs: Sequence[str | Path]) -> list[TaskDir]:
     return [load_task(d) for d in dirs]
 
 
-def local_engine(preset: Preset, model_path: str | Path | None) -> Any:
+def local_engine(preset: Preset, model_path: str | Path | None, *, alternates_with_trainer: bool = False) -> Any:
     """The in-process policy engine for ``model_path`` (else ``engine.model_path``, else the
-    default model). ``engine.kind`` must be ``local``; other kinds: :func:`policy_engine`."""
+    default model). ``engine.kind`` must be ``local``; other kinds: :func:`policy_engine`.
+
+    On CPU, ``engine.threads`` if set; else an engine that runs beside other work (an
+    evaluation beside SFT or another evaluation, asynchronous RL) decodes on half the cores,
+    and one that ``alternates_with_trainer`` (synchronous RL: rollouts, then the step, then
+    the next rollouts) on every core, which the trainer then takes while the engine waits.
+    """
     if preset.engine.kind != "local":
         raise CompositionError(
             f"preset {preset.name!r}: engine.kind = {preset.engine.kind!r} is not the in-process engine; "
@@ -55,6 +61,7 @@ def local_engine(preset: Preset, model_path: str | Path | None) -> Any:
     if preset.engine.device.startswith("cuda") and not torch.cuda.is_available():
         raise CompositionError(f"preset {preset.name!r}: engine.device = {preset.engine.device!r} but torch "
                                f"{torch.__version__} sees no CUDA device here; use --set engine.device=cpu")
+    from training.cpu import available_cores  # noqa: PLC0415
     from training.engines.local import LocalEngine  # noqa: PLC0415 - loads torch
     from training.engines.local.engine import default_cpu_threads  # noqa: PLC0415
     from training.precision import resolve_dtype  # noqa: PLC0415
@@ -67,7 +74,8 @@ def local_engine(preset: Preset, model_path: str | Path | None) -> Any:
         max_batch_size=preset.engine.max_batch,
         seed=preset.train.seed,
         context_length=preset.engine.context_length,
-        threads=(preset.engine.threads or default_cpu_threads()) if preset.engine.device == "cpu" else None,
+        threads=(preset.engine.threads or (available_cores() if alternates_with_trainer else default_cpu_threads()))
+        if preset.engine.device == "cpu" else None,
     )
 
 

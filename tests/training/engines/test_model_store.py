@@ -19,6 +19,7 @@ from training.engines.model_store import (
     ModelStoreError,
     default_model_path,
     find_default_gguf,
+    prepare_default_model_in_background,
     resolve_model,
     verify_model_dir,
     write_manifest,
@@ -104,6 +105,38 @@ def test_concurrent_first_use_converts_once(tmp_path: Path) -> None:
     assert sum("converting the default model" in err for _, err in outs) == 1
     assert verify_model_dir(tmp_path / DEFAULT_MODEL_NAME, "sha256")
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(f".{DEFAULT_MODEL_NAME}.tmp")] == []
+
+
+def test_background_preparation_starts_only_when_the_default_model_is_missing(
+    smollm_dir: Path, tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENFORGE_MODEL", raising=False)
+    assert prepare_default_model_in_background(None, smollm_dir.parent) is None  # converted already
+    assert prepare_default_model_in_background(str(tiny_model_dir), smollm_dir.parent) is None  # another model
+    monkeypatch.setenv("OPENFORGE_MODEL", str(tiny_model_dir))
+    assert prepare_default_model_in_background(None, smollm_dir.parent) is None
+
+
+@pytest.mark.slow
+def test_background_preparation_and_a_stage_that_loads_the_model_meanwhile_share_one_conversion(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pipeline starts the conversion before Prefect; its first stage may ask for the model
+    while it runs: it waits on the lock and gets the finished folder."""
+    monkeypatch.delenv("OPENFORGE_MODEL", raising=False)
+    background = prepare_default_model_in_background(None, tmp_path)
+    assert background is not None
+    time.sleep(2)  # the stage asks while the background conversion runs (whichever holds the lock converts)
+    code = ("from pathlib import Path\nfrom training.engines.model_store import default_model_path\n"
+            f"print(default_model_path(Path({str(tmp_path)!r})))\n")
+    stage = subprocess.run([sys.executable, "-c", code], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+                           text=True, capture_output=True, timeout=900, check=False)
+    assert background.wait(timeout=900) == 0
+    assert stage.returncode == 0, stage.stderr
+    assert stage.stdout.strip() == str(tmp_path.resolve() / DEFAULT_MODEL_NAME)
+    assert verify_model_dir(tmp_path / DEFAULT_MODEL_NAME, "sha256")
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(f".{DEFAULT_MODEL_NAME}.tmp")] == []
+    assert prepare_default_model_in_background(None, tmp_path) is None  # nothing left to do
 
 
 def test_cli_model_prepare_prints_the_folder(smollm_dir: Path) -> None:

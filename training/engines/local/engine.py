@@ -67,7 +67,9 @@ def default_cpu_threads() -> int:
     cores. A parallel region waits for its slowest thread, so an engine with a thread per
     core stalls every small decode op whenever a harness process holds one of the cores:
     on 2 cores with 8 react rollouts running, a decode step took ~2.2 s with 2 threads and
-    ~0.2-0.4 s with 1 (same process, same load; issue 13's note).
+    ~0.2-0.4 s with 1 (same process, same load; issue 13's note). A synchronous RL run's
+    engine, which decodes while its trainer waits, takes every core instead
+    (``training.workflows.common.local_engine``).
     """
     return max(1, available_cores() // 2)
 
