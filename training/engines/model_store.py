@@ -221,6 +221,11 @@ def default_model_path(models_dir: Path | None = None, *, verify: Verify = "size
     return target
 
 
+def _chosen_model(model: str | os.PathLike[str] | None) -> str | os.PathLike[str] | None:
+    """``model``, else ``$OPENFORGE_MODEL``; None when neither names one (the default model)."""
+    return model if model is not None else os.environ.get(MODEL_ENV) or None
+
+
 def prepare_default_model_in_background(model: str | os.PathLike[str] | None = None,
                                         models_dir: Path | None = None) -> subprocess.Popen[bytes] | None:
     """Start converting the default model in a separate process when it is the model
@@ -234,7 +239,7 @@ def prepare_default_model_in_background(model: str | os.PathLike[str] | None = N
     pipeline imports Prefect meanwhile and imports hold the interpreter lock. Its failure
     is not reported here: the stage's own call converts again and raises the error.
     """
-    if (model if model is not None else os.environ.get(MODEL_ENV)) is not None:
+    if _chosen_model(model) is not None:
         return None
     root = (models_dir or get_settings().models_dir).expanduser().resolve()
     if verify_model_dir(root / DEFAULT_MODEL_NAME):
@@ -254,7 +259,7 @@ def resolve_model(model: str | os.PathLike[str] | None = None) -> str:
 
     Returns a local folder path or a Hugging Face hub id (passed through untouched).
     """
-    chosen = model if model is not None else os.environ.get(MODEL_ENV) or None
+    chosen = _chosen_model(model)
     if chosen is None:
         return str(default_model_path())
     path = Path(chosen).expanduser()

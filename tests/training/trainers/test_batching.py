@@ -10,8 +10,7 @@ from training.trainers.local import batching
 from training.trainers.local.batching import collate, response_logprobs
 
 
-
-def _assert_same_logprobs_and_grads(batch, reference) -> torch.nn.Module:  # noqa: ANN001 - two Batch layouts
+def _assert_same_logprobs_and_grads(batch: batching.Batch, reference: batching.Batch) -> torch.nn.Module:
     """Fresh tiny models (same seed) give ``batch`` the masked response logprobs and every
     parameter gradient of ``reference``, and the logprobs are not all zero; returns the model
     that scored ``batch``."""
@@ -28,6 +27,7 @@ def _assert_same_logprobs_and_grads(batch, reference) -> torch.nn.Module:  # noq
     for name, grad in grads_ref.items():
         assert torch.allclose(grads[name], grad, atol=1e-5, rtol=1e-4), name
     return models[0]
+
 
 def test_response_only_head_matches_full_logits(monkeypatch) -> None:
     torch.manual_seed(0)
