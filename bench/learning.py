@@ -12,8 +12,9 @@ family (other people, other attributes). The run:
 3. oracle-teacher distillation on SFT tasks → SFT → held-out (SFT) → GRPO → held-out (SFT+RL).
 
 Every held-out figure is mean ± standard error over n = eval_tasks × eval_samples rollouts;
-a gain counts when it exceeds twice the standard error of the difference
-(sqrt(SE_a² + SE_b²)). Prints reward per step, the before/after table, the verdicts and wall
+a gain counts when it exceeds twice the standard error of the difference, paired by
+held-out task (both checkpoints ran the same tasks: training/workflows/evaluate.py,
+``gain_over``). Prints reward per step, the before/after table, the verdicts and wall
 time, and writes a PNG of the curves.
 
     python bench/learning.py [--steps N] [--seed S] [--device cpu|cuda] [--harness react] [--quick]
@@ -27,14 +28,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import math
 import os
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+if TYPE_CHECKING:
+    from training.workflows.evaluate import EvalReport  # loads torch
 
 FAMILY = "contact-lookup"
 
@@ -46,12 +50,16 @@ def make_tasks(root: Path, first_seed: int, n: int):
 
 
 class HeldOut:
-    def __init__(self, label: str, mean: float, se: float, n: int) -> None:
-        self.label, self.mean, self.se, self.n = label, mean, se, n
+    def __init__(self, label: str, report: EvalReport) -> None:
+        self.label, self.report = label, report
+        self.mean, self.se, self.n = report.mean_reward, report.stderr, report.samples
 
-    def beats(self, other: HeldOut) -> tuple[bool, float, float]:
-        diff, se = self.mean - other.mean, math.sqrt(self.se**2 + other.se**2)
-        return diff > 2 * se, diff, se
+    def beats(self, other: HeldOut) -> tuple[bool, float, float, int]:
+        """Up over ``other`` by more than 2 SE, paired by held-out task (gain_over)."""
+        from training.workflows.evaluate import gain_over
+
+        up = gain_over(other.report, self.report)
+        return up.clear, up.gain, up.se, up.paired_tasks
 
 
 async def held_out(preset, tasks, model_path, label: str, samples: int, harness: str) -> HeldOut:
@@ -59,7 +67,7 @@ async def held_out(preset, tasks, model_path, label: str, samples: int, harness:
 
     report = await evaluate(preset, tasks, model_path=model_path, harnesses=(harness,), k=1, n=samples, label=label)
     h = report.harnesses[0] if report.harnesses else None
-    result = HeldOut(label, report.mean_reward, report.stderr, report.samples)
+    result = HeldOut(label, report)
     print(f"  held-out [{label}]: {result.mean:.3f} ± {result.se:.3f} (n={result.n}) {h.outcomes if h else {}}", flush=True)
     return result
 
@@ -67,7 +75,7 @@ async def held_out(preset, tasks, model_path, label: str, samples: int, harness:
 def _unchanged(label: str, start: HeldOut) -> HeldOut:
     """GRPO made no update: the checkpoint is its start, so its held-out figure is the start's."""
     print(f"  held-out [{label}]: unchanged weights, the start's {start.mean:.3f} ± {start.se:.3f} (n={start.n})", flush=True)
-    return HeldOut(label, start.mean, start.se, start.n)
+    return HeldOut(label, start.report)
 
 
 async def _grpo(preset, train, model_path, args: argparse.Namespace, run_id: str):
@@ -173,8 +181,10 @@ async def main_async(args: argparse.Namespace) -> int:
     for a, b in (("rl", "base"), ("sft", "base"), ("sft+rl", "sft")):
         if a not in results:
             continue
-        ok, diff, se = results[a].beats(results[b])
-        print(f"{a} vs {b}: {diff:+.3f} (SE of the difference {se:.3f}) -> {'beats it by > 2 SE' if ok else 'NOT > 2 SE'}")
+        ok, diff, se, tasks = results[a].beats(results[b])
+        pairing = f"paired over {tasks} held-out tasks" if tasks else "unpaired: too few held-out tasks to pair"
+        print(f"{a} vs {b}: {diff:+.3f} (SE of the difference {se:.3f}, {pairing}) -> "
+              f"{'beats it by > 2 SE' if ok else 'NOT > 2 SE'}")
     print(f"curves: {png}\nwall time: {wall / 60:.1f} min")
     return 0
 

@@ -5,7 +5,8 @@ claw tasks of one family (default ``contact-lookup``: one tool, graded checks, a
 base policy solves a little), the oracle teacher, the local engine and trainer, local
 sandboxes. RL and SFT tasks come from separate synthesis runs; evaluation uses held-out RL
 tasks, ``eval_samples`` rollouts each (the base policy ``base_eval_samples``), reported as
-mean ± standard error over the rollouts.
+mean ± standard error over the rollouts; each stage's gain over the one before is paired by
+held-out task (:func:`step_up`).
 The summary says per stage how many optimiser updates it made and on how many samples;
 a GRPO stage that made none fails the run (``NoLearningSignal``) instead of reporting the
 SFT weights again as "SFT+RL".
@@ -15,8 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
 import time
+from typing import TYPE_CHECKING
 
 from prefect import flow
 
@@ -29,6 +30,9 @@ from tasks import budgets
 from tasks.cache import in_data_dir, noting_reuse, refreshing, results_dir
 from tasks.progress import stage
 from tasks.training import distill_task, evaluate_task, rl_task, sft_examples, sft_task
+
+if TYPE_CHECKING:
+    from training.workflows.evaluate import EvalReport  # loads torch
 
 STAGES = ("synthesize RL tasks", "synthesize SFT tasks", "distill + SFT, evaluate base alongside", "GRPO",
           "evaluate SFT and SFT+RL side by side")
@@ -43,8 +47,8 @@ async def _settle(job: asyncio.Future) -> None:
         await job
 
 
-def _stage_row(stage_name: str, report, updates: int | None, samples: int | None, note: str = "",  # noqa: ANN001
-               previous=None) -> dict:  # noqa: ANN001
+def _stage_row(stage_name: str, report: EvalReport, updates: int | None, samples: int | None, note: str = "",
+               previous: EvalReport | None = None) -> dict:
     # rollouts that ended without a score (timeout, infra error): not in n, said in the table
     unscored = sum(v for h in report.harnesses for k, v in h.outcomes.items() if "/" not in k and k != "ok")
     row = {"stage": stage_name, "n": report.samples, "unscored": unscored, "mean_reward": round(report.mean_reward, 4),
@@ -54,13 +58,14 @@ def _stage_row(stage_name: str, report, updates: int | None, samples: int | None
     return row
 
 
-def step_up(before, after) -> dict:  # noqa: ANN001 - EvalReport (loads torch)
-    """The gain of ``after`` over ``before`` with its standard error: the two evaluations are
-    independent rollouts, so SE(Δ) = √(SE_before² + SE_after²) (conservative: it ignores that
-    both ran on the same held-out tasks). ``clear`` is Δ > 2·SE(Δ)."""
-    gain = after.mean_reward - before.mean_reward
-    se = math.sqrt(before.stderr**2 + after.stderr**2)
-    return {"gain": round(gain, 4), "gain_se": round(se, 4), "clear": bool(gain > 2 * se)}
+def step_up(before: EvalReport, after: EvalReport) -> dict:
+    """The gain of ``after`` over ``before`` with its standard error, paired by held-out task
+    (:func:`training.workflows.evaluate.gain_over`). ``clear`` is gain > 2·SE."""
+    from training.workflows.evaluate import gain_over
+
+    up = gain_over(before, after)
+    return {"gain": round(up.gain, 4), "gain_se": round(up.se, 4), "paired_tasks": up.paired_tasks,
+            "clear": up.clear}
 
 
 @flow(name="pipeline")

@@ -80,7 +80,8 @@ def stage_table(stages: list[dict]) -> Table:
     """The per-stage summary: n, mean ± SE, the gain over the stage before, updates, samples."""
     from rich.table import Table
 
-    table = Table(title="OpenForge pipeline: held-out reward (react harness), mean ± standard error over n rollouts")
+    table = Table(title="OpenForge pipeline: held-out reward (react harness), mean ± standard error over n rollouts; "
+                  "a stage's gain over the one before ± its standard error, paired by held-out task")
     for column in ("stage", "n", "mean ± SE", "gain ± SE", "> 2 SE", "updates", "samples trained", "note"):
         # the note folds rather than ending in "…": a plain log (80 columns) keeps all of it
         table.add_column(column, justify="left" if column in ("stage", "note") else "right",

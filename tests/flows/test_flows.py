@@ -85,12 +85,17 @@ def test_grpo_without_reward_variance_makes_no_update_and_fails_clearly(openforg
     assert not (tmp_path / "run" / "checkpoint").exists()
 
 
-def test_step_up_is_the_gain_with_the_standard_error_of_a_difference() -> None:
-    from types import SimpleNamespace
-
+def test_step_up_is_the_paired_gain_with_its_standard_error_and_verdict() -> None:
     from flows.pipeline import step_up
+    from testkit.evaluation import eval_report
 
-    before, after = SimpleNamespace(mean_reward=0.40, stderr=0.03), SimpleNamespace(mean_reward=0.52, stderr=0.04)
-    up = step_up(before, after)
-    assert up["gain"] == pytest.approx(0.12) and up["gain_se"] == pytest.approx(0.05) and up["clear"] is True
-    assert step_up(before, SimpleNamespace(mean_reward=0.49, stderr=0.04))["clear"] is False  # 0.09 < 2 x 0.05
+    def tasks(rewards: list[list[float]]) -> dict[str, list[float]]:
+        return {f"t{i}": r for i, r in enumerate(rewards * 8)}
+
+    before = eval_report(tasks([[0.0, 0.5], [0.5, 0.5], [1.0, 0.5]]))  # per task 0.25 / 0.5 / 0.75
+    after = eval_report(tasks([[0.5, 0.5], [1.0, 0.5], [1.0, 1.0]]))  # each task up by 0.25
+    assert step_up(before, after) == {"gain": 0.25, "gain_se": 0.0, "paired_tasks": 24, "clear": True}
+    mixed = eval_report(tasks([[1.0, 0.5], [0.0, 0.5], [1.0, 0.5]]))  # up 0.5, down 0.25, same
+    up = step_up(before, mixed)
+    assert up["gain"] == pytest.approx(1 / 12, abs=1e-4) and up["paired_tasks"] == 24
+    assert up["gain"] < 2 * up["gain_se"] and up["clear"] is False

@@ -63,6 +63,47 @@ class EvalReport(BaseModel):
         return sum(h.samples for h in self.harnesses)
 
 
+#: Fewest shared held-out tasks for a paired gain: its SE is estimated from the T differences,
+#: and with T − 1 ≥ 19 degrees of freedom "2 SE" stays within 5 % of the two-sided 95 % t
+#: bound (2.09 at 19); with fewer, one lucky pair of tasks could make the SE 0.
+MIN_PAIRED_TASKS = 20
+
+
+class Gain(BaseModel):
+    """One checkpoint's held-out gain over another's on the same tasks (:func:`gain_over`)."""
+
+    gain: float
+    #: Standard error of :attr:`gain`.
+    se: float
+    #: Held-out tasks scored in both evaluations: the pairs the gain is a mean over (0: the
+    #: evaluations shared fewer than :data:`MIN_PAIRED_TASKS`, and the gain is unpaired).
+    paired_tasks: int
+
+    @property
+    def clear(self) -> bool:
+        """Up by more than twice its standard error."""
+        return self.gain > 2 * self.se
+
+
+def gain_over(before: EvalReport, after: EvalReport) -> Gain:
+    """The gain of ``after`` over ``before``, paired by held-out task.
+
+    Both evaluations ran the same held-out tasks, so the unit they share is the task: Δ_t =
+    ``after``'s mean reward on task t − ``before``'s, over the tasks scored in both; gain = mean
+    Δ_t, SE = sd(Δ_t) / √T. A task's own difficulty cancels out of Δ_t, and rollouts of one
+    task count as one sample of the family, not as independent ones. (√(SE_a² + SE_b²) over
+    rollouts would treat the two evaluations as independent draws of tasks and rollouts.) With
+    fewer than :data:`MIN_PAIRED_TASKS` shared tasks the gain is unpaired: the difference of
+    the means with that SE.
+    """
+    shared = sorted(set(before.per_task_reward) & set(after.per_task_reward))
+    if len(shared) < MIN_PAIRED_TASKS:
+        return Gain(gain=after.mean_reward - before.mean_reward, se=math.hypot(before.stderr, after.stderr),
+                    paired_tasks=0)
+    diffs = [after.per_task_reward[t] - before.per_task_reward[t] for t in shared]
+    return Gain(gain=sum(diffs) / len(diffs), se=standard_error(diffs), paired_tasks=len(shared))
+
+
 def _tool_names(task: TaskDir) -> list[str]:
     if not task.tools_file.is_file():
         return []
