@@ -80,6 +80,7 @@ async def rl_flow(params: RLParams = RLParams()) -> dict:
 def rl_step_rows(report) -> list[dict]:  # noqa: ANN001 - training.workflows.rl.RLReport (loads torch)
     return [{"step": s.step, "reward": round(s.reward_mean, 4), "success": round(s.success_rate, 4),
              "calls": round(s.episode_calls, 2), "samples": s.samples, "overlong_dropped": s.overlong_dropped,
+             "cut_replies": int(s.metrics.get("cut_reply_rollouts", 0)),
              "zero_var_groups": f"{s.zero_variance_groups}/{s.groups}", "updates": s.updates,
              "loss": round(s.metrics.get("loss", 0.0), 5), "outcomes": s.outcomes,
              "seconds": round(s.seconds, 2), "engine_idle": round(s.engine_idle_seconds / max(s.seconds, 1e-9), 3),

@@ -77,12 +77,6 @@ class TrainConfig(_Section):
     max_prompt_length: int = Field(4096, ge=1)
     max_response_length: int = Field(1024, ge=1)
     drop_zero_variance_groups: bool = True
-    cut_replies: Literal["score", "fail"] = Field(
-        "score", description="Local trainer: how a rollout whose reply was cut at the generation cap (a call with "
-        "finish_reason 'length': rollout.max_tokens or max_total_tokens ran out) trains. score: with the verifier's "
-        "reward; fail: as a failure, reward 0 (a verifier that credits a cut reply rewards running past the cap; "
-        "cf. DAPO's overlong shaping). Counted per step as cut_reply_rollouts. Held-out evaluation always reports "
-        "the verifier's reward. Not read by veRL's agent loop: 'fail' with train.trainer = 'verl' is rejected.")
     skip_solved_tasks: bool = Field(
         False, description="Local trainer: a task whose last group scored full reward in every rollout leaves the "
         "rotation (its groups would be zero-variance) until fewer unsolved tasks remain than a step needs "

@@ -36,7 +36,6 @@ def pipeline_cmd(
 
     Re-running the same command resumes: stages whose inputs did not change are reused."""
     from rich.console import Console
-    from rich.table import Table
 
     from flows.pipeline import pipeline_flow
 
@@ -62,12 +61,7 @@ def pipeline_cmd(
     if summary.get("reused"):
         console.print(f"reused from an earlier run (same inputs; --fresh runs them again): {', '.join(summary['reused'])}")
     if summary.get("rl"):
-        steps = Table(title="GRPO steps (train reward)")
-        for column in ("step", "reward", "samples", "zero_var_groups", "updates", "loss"):
-            steps.add_column(column, justify="right")
-        for s in summary["rl"]["steps"]:
-            steps.add_row(*(str(s[c]) for c in ("step", "reward", "samples", "zero_var_groups", "updates", "loss")))
-        console.print(steps)
+        console.print(steps_table(summary["rl"]["steps"]))
     console.print("artifacts:")
     for path in (summary["sft"]["curve_png"], (summary.get("rl") or {}).get("curve_png"), summary["radar_png"],
                  (summary.get("rl") or summary["sft"])["checkpoint"]):
@@ -92,6 +86,20 @@ def stage_table(stages: list[dict]) -> Table:
                       ("yes" if row["clear"] else "no") if "gain" in row else "-",
                       "-" if row["updates"] is None else str(row["updates"]),
                       "-" if row["samples_trained"] is None else str(row["samples_trained"]), row["note"])
+    return table
+
+
+def steps_table(steps: list[dict]) -> Table:
+    """GRPO per step: train reward, rollouts whose reply the generation cap cut, samples trained,
+    zero-variance groups, optimiser updates, loss."""
+    from rich.table import Table
+
+    table = Table(title="GRPO steps (train reward; cut_replies: rollouts with a reply cut at the token cap)")
+    columns = ("step", "reward", "cut_replies", "samples", "zero_var_groups", "updates", "loss")
+    for column in columns:
+        table.add_column(column, justify="right")
+    for row in steps:
+        table.add_row(*(str(row.get(c, "-")) for c in columns))
     return table
 
 

@@ -42,3 +42,14 @@ def test_the_gain_verdict_updates_and_samples_are_in_the_row() -> None:
     base = next(line for line in text.splitlines() if line.startswith("│ base"))
     assert [c.strip() for c in base.split("│")[1:-1]] == ["base", "32", "0.041 ± 0.009", "-", "-", "-", "-",
                                                            "the starting policy"]
+
+
+def test_the_grpo_steps_table_shows_the_replies_cut_at_the_cap() -> None:
+    from cli.commands.pipeline import steps_table
+
+    console = Console(width=200, record=True, file=io.StringIO(), color_system=None)
+    console.print(steps_table([{"step": 1, "reward": 0.43, "cut_replies": 5, "samples": 13, "zero_var_groups": "1/4",
+                                "updates": 2, "loss": 0.0004}, {"step": 2, "reward": 0.38}]))
+    rows = [[c.strip() for c in line.split("│")[1:-1]] for line in console.export_text().splitlines()
+            if line.startswith("│ ") and line.count("│") == 8]
+    assert rows == [["1", "0.43", "5", "13", "1/4", "2", "0.0004"], ["2", "0.38", "-", "-", "-", "-", "-"]]

@@ -4,8 +4,8 @@ This is the glue every training loop (the ``rl-train`` flow, ``bench/learning.py
 between "the scheduler returned a batch of rollouts" and ``LocalTrainer.step``:
 
 1. :func:`~training.trajectory.build.build_trajectories` — one sample per recorded call,
-   ``r_t = γ^(T−t)·r_T``, error trajectories (``infra_error``, ``timeout``) dropped, a
-   rollout with a reply cut at the generation cap failed (reward 0) when ``cut_replies`` says so;
+   ``r_t = γ^(T−t)·r_T``, error trajectories (``infra_error``, ``timeout``) dropped, rollouts
+   with a reply cut at the generation cap counted (``cut_reply_rollouts``);
 2. optional prefix merging (:mod:`.merge`), only for γ = 1 where it is exact;
 3. :func:`~training.trajectory.grpo.assign_group_advantages` — group advantages,
    zero-variance groups reported (and left out unless ``drop_zero_variance`` is off).
@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from training.trajectory.build import BuildReport, CutReplies, build_trajectories
+from training.trajectory.build import BuildReport, build_trajectories
 from training.trajectory.grpo import GroupReport, assign_group_advantages
 from training.trajectory.merge import merge_prefix_calls
 from training.trajectory.records import Sample
@@ -55,10 +55,9 @@ def prepare_grpo_batch(
     drop_zero_variance: bool = True,
     merge: bool = False,
     tokenizer: Any | None = None,
-    cut_replies: CutReplies = "score",
 ) -> tuple[list[Sample], BatchReport]:
     """``(samples, report)`` for ``(rollout, calls)`` pairs."""
-    trajectories, build_report = build_trajectories(items, gamma=gamma, tokenizer=tokenizer, cut_replies=cut_replies)
+    trajectories, build_report = build_trajectories(items, gamma=gamma, tokenizer=tokenizer)
     merged = merge and gamma == 1.0
     if merged:
         trajectories = [merge_prefix_calls(t) for t in trajectories]

@@ -5,9 +5,8 @@ Rewards: a trajectory of T calls with terminal reward r_T gives call t (1-based)
 verifier's reward, ``policy_error`` trains with reward 0, ``infra_error`` and ``timeout``
 are dropped (they say nothing about the policy). A rollout with a reply cut at the generation
 cap (a call whose ``finish_reason`` is ``length``: the per-call or per-rollout token budget
-ran out mid-reply) is counted; with ``cut_replies = "fail"`` it trains as a failure, reward 0
-(the verifier may still give a cut reply partial credit, which rewards running on past the
-cap). Calls that failed at the engine
+ran out mid-reply) trains with the verifier's reward and is counted (``n_cut_replies``).
+Calls that failed at the engine
 (``status = error``) carry no response and are skipped. A call recorded without token ids
 is tokenized with ``tokenizer`` when one is given (the sample is flagged ``retokenized``)
 and skipped otherwise.
@@ -19,7 +18,7 @@ import logging
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from training.trajectory.records import RecordedCall, Sample, Trajectory, sampling_of
 from training.trajectory.retokenize import tokenize_call
@@ -29,8 +28,6 @@ log = logging.getLogger(__name__)
 TRAINABLE_STATUSES = frozenset({"ok", "policy_error"})
 #: A call's ``finish_reason`` when the token budget, not the model, ended the reply.
 CUT_FINISH_REASON = "length"
-#: How a rollout with a cut reply trains: with the verifier's reward, or as a failure (reward 0).
-CutReplies = Literal["score", "fail"]
 DROPPED_STATUSES = frozenset({"infra_error", "timeout"})
 
 
@@ -73,7 +70,7 @@ class BuildReport:
     n_samples: int = 0
     n_retokenized_calls: int = 0
     n_skipped_calls: int = 0
-    #: Trajectories with a reply cut at the generation cap (trained as failures under "fail").
+    #: Trajectories with a reply cut at the generation cap (they train with the verifier's reward).
     n_cut_replies: int = 0
 
     def as_dict(self) -> dict[str, Any]:
@@ -100,7 +97,6 @@ def build_trajectory(
     gamma: float = 1.0,
     tokenizer: Any | None = None,
     report: BuildReport | None = None,
-    cut_replies: CutReplies = "score",
 ) -> Trajectory | None:
     """The trajectory of one finished rollout, or ``None`` when it does not train.
 
@@ -137,8 +133,6 @@ def build_trajectory(
         return None
     if any(u[0].finish_reason == CUT_FINISH_REASON for u in usable):
         report.n_cut_replies += 1
-        if cut_replies == "fail":
-            reward = 0.0
 
     rewards = call_rewards(reward, len(usable), gamma)
     samples = []
@@ -189,13 +183,12 @@ def build_trajectories(
     *,
     gamma: float = 1.0,
     tokenizer: Any | None = None,
-    cut_replies: CutReplies = "score",
 ) -> tuple[list[Trajectory], BuildReport]:
     """Trajectories of many ``(rollout, calls)`` pairs and a report of what was dropped."""
     report = BuildReport()
     out = []
     for rollout, calls in items:
-        traj = build_trajectory(rollout, calls, gamma=gamma, tokenizer=tokenizer, report=report, cut_replies=cut_replies)
+        traj = build_trajectory(rollout, calls, gamma=gamma, tokenizer=tokenizer, report=report)
         if traj is not None:
             out.append(traj)
     if report.dropped:

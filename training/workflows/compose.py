@@ -248,10 +248,6 @@ def compose(preset: Preset, workflow: Workflow = "rl", model_path: str | Path | 
         if preset.train.skip_solved_tasks:
             raise CompositionError(f"{where}: train.skip_solved_tasks is the local trainer's task sampler; veRL draws "
                                    "its own batches from the dataset: unset it or set train.trainer = 'local'")
-        if preset.train.cut_replies != "score":
-            raise CompositionError(f"{where}: train.cut_replies = {preset.train.cut_replies!r} is the local trainer's "
-                                   "batch builder; veRL's agent loop trains cut replies with the verifier's reward: "
-                                   "set it to 'score' or set train.trainer = 'local'")
         if preset.train.gamma != 1.0:
             raise CompositionError(f"{where}: train.gamma = {preset.train.gamma} with train.trainer = 'verl': veRL "
                                    "broadcasts one advantage to every call of a trajectory (γ = 1 only)")

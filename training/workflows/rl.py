@@ -274,7 +274,7 @@ def _sync_step(service: Any, results: Sequence[Any], trainer: Any, engine: Any, 
     _, stale = filter_stale(items, int(engine.policy_version or 0), StalenessPolicy.from_train(cfg))
     samples, report = prepare_grpo_batch(
         items, gamma=cfg.gamma, eps=cfg.adv_eps, norm_by_std=cfg.norm_adv_by_std,
-        drop_zero_variance=cfg.drop_zero_variance_groups, merge=True, tokenizer=trainer.tokenizer, cut_replies=cfg.cut_replies,
+        drop_zero_variance=cfg.drop_zero_variance_groups, merge=True, tokenizer=trainer.tokenizer,
     )
     built = time.perf_counter()
     metrics: dict[str, float] = {}

@@ -102,29 +102,16 @@ def _cut(call: dict) -> dict:
     return call
 
 
-@pytest.mark.parametrize("cut_replies", ["score", "fail"])
-def test_a_reply_cut_at_the_cap_trains_as_scored_or_as_a_failure(cut_replies: str) -> None:
-    items = [
-        (rollout("cut", reward=0.5), [chat_call(0, [1], [2], tool=("lookup", "{}")), _cut(chat_call(1, [1, 2, 3], [4]))]),
-        (rollout("done", reward=0.5), [chat_call(0, [1], [2], tool=("lookup", "{}")), chat_call(1, [1, 2, 3], [5])]),
-    ]
-    trajs, report = build_trajectories(items, cut_replies=cut_replies)  # type: ignore[arg-type]
-    cut, done = trajs
-    assert report.n_cut_replies == 1 and report.as_dict()["n_cut_replies"] == 1
-    expected = 0.5 if cut_replies == "score" else 0.0
-    assert cut.reward == expected and [s.reward for s in cut.samples] == [expected, expected]
-    assert done.reward == 0.5 and [s.reward for s in done.samples] == [0.5, 0.5]
-
-
-def test_a_cut_reply_that_fails_turns_its_group_advantage_negative() -> None:
+def test_a_reply_cut_at_the_cap_trains_with_its_score_and_is_counted() -> None:
     from training.trajectory import prepare_grpo_batch
 
     items = [
-        (rollout("cut", reward=1.0), [_cut(chat_call(0, [1], [2]))]),  # the value made it in before the cut
-        (rollout("done", reward=0.5), [chat_call(0, [1], [3])]),
+        (rollout("cut", reward=0.5), [chat_call(0, [1], [2], tool=("lookup", "{}")), _cut(chat_call(1, [1, 2, 3], [4]))]),
+        (rollout("done", reward=1.0), [chat_call(0, [1], [2], tool=("lookup", "{}")), chat_call(1, [1, 2, 3], [5])]),
+        (rollout("short", reward=0.0), [chat_call(0, [1], [6])]),
     ]
-    scored, report = prepare_grpo_batch(items, norm_by_std=False, cut_replies="score")
-    failed, _ = prepare_grpo_batch(items, norm_by_std=False, cut_replies="fail")
-    assert report.as_metrics()["cut_reply_rollouts"] == 1.0
-    assert {s.rollout_id: s.advantage for s in scored} == pytest.approx({"cut": 0.25, "done": -0.25})
-    assert {s.rollout_id: s.advantage for s in failed} == pytest.approx({"cut": -0.25, "done": 0.25})
+    trajs, report = build_trajectories(items)
+    assert report.n_cut_replies == 1 and report.as_dict()["n_cut_replies"] == 1
+    assert [t.reward for t in trajs] == [0.5, 1.0, 0.0] and [s.reward for s in trajs[0].samples] == [0.5, 0.5]
+    _, batch = prepare_grpo_batch(items, norm_by_std=False)
+    assert batch.as_metrics()["cut_reply_rollouts"] == 1.0
