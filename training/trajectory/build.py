@@ -6,10 +6,9 @@ verifier's reward, ``policy_error`` trains with reward 0, ``infra_error`` and ``
 are dropped (they say nothing about the policy). A rollout with a reply cut at the generation
 cap (a call whose ``finish_reason`` is ``length``: the per-call or per-rollout token budget
 ran out mid-reply) trains with the verifier's reward and is counted (``n_cut_replies``).
-Calls that failed at the engine
-(``status = error``) carry no response and are skipped. A call recorded without token ids
-is tokenized with ``tokenizer`` when one is given (the sample is flagged ``retokenized``)
-and skipped otherwise.
+Calls that failed at the engine (``status = error``) carry no response and are skipped. A
+call recorded without token ids is tokenized with ``tokenizer`` when one is given (the
+sample is flagged ``retokenized``) and skipped otherwise.
 """
 
 from __future__ import annotations
@@ -26,9 +25,9 @@ from training.trajectory.retokenize import tokenize_call
 log = logging.getLogger(__name__)
 
 TRAINABLE_STATUSES = frozenset({"ok", "policy_error"})
+DROPPED_STATUSES = frozenset({"infra_error", "timeout"})
 #: A call's ``finish_reason`` when the token budget, not the model, ended the reply.
 CUT_FINISH_REASON = "length"
-DROPPED_STATUSES = frozenset({"infra_error", "timeout"})
 
 
 @dataclass
