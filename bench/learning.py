@@ -52,7 +52,18 @@ def make_tasks(root: Path, first_seed: int, n: int):
 class HeldOut:
     def __init__(self, label: str, report: EvalReport) -> None:
         self.label, self.report = label, report
-        self.mean, self.se, self.n = report.mean_reward, report.stderr, report.samples
+
+    @property
+    def mean(self) -> float:
+        return self.report.mean_reward
+
+    @property
+    def se(self) -> float:
+        return self.report.stderr
+
+    @property
+    def n(self) -> int:
+        return self.report.samples
 
     def beats(self, other: HeldOut) -> tuple[bool, float, float, int]:
         """Up over ``other`` by more than 2 SE, paired by held-out task (gain_over)."""
