@@ -72,6 +72,10 @@ class TrainConfig(_Section):
         "auto", description="Truncated importance sampling vs the engine's logprobs; auto: on unless the engine is in-process.")
     tis_cap: float = Field(2.0, gt=0, description="Cap C of the truncated IS weight min(pi_trainer / pi_engine, C).")
     loss_norm: Literal["per_rollout", "per_token"] = "per_rollout"
+    mask_cut_replies: bool = Field(
+        False, description="Overlong filtering (DAPO) per call: a call cut at the generation cap (finish_reason "
+        "'length') stays in its rollout, whose reward and group advantage are unchanged, but its tokens are "
+        "masked out of the loss. Local trainer only: rejected with train.trainer = 'verl'.")
     max_grad_norm: float = Field(1.0, gt=0)
     steps: int = Field(100, ge=1)
     max_prompt_length: int = Field(4096, ge=1)

@@ -5,7 +5,8 @@ between "the scheduler returned a batch of rollouts" and ``LocalTrainer.step``:
 
 1. :func:`~training.trajectory.build.build_trajectories` — one sample per recorded call,
    ``r_t = γ^(T−t)·r_T``, error trajectories (``infra_error``, ``timeout``) dropped, rollouts
-   with a reply cut at the generation cap counted (``cut_reply_rollouts``);
+   with a reply cut at the generation cap counted (``cut_reply_rollouts``) and, with
+   ``mask_cut_replies``, the cut calls' tokens masked out of the loss (``cut_calls_masked``);
 2. optional prefix merging (:mod:`.merge`), only for γ = 1 where it is exact;
 3. :func:`~training.trajectory.grpo.assign_group_advantages` — group advantages,
    zero-variance groups reported (and left out unless ``drop_zero_variance`` is off).
@@ -43,6 +44,7 @@ class BatchReport:
             "rollouts_dropped": float(sum(self.build.dropped.values())),
             "retokenized_calls": float(self.build.n_retokenized_calls),
             "cut_reply_rollouts": float(self.build.n_cut_replies),
+            "cut_calls_masked": float(self.build.n_masked_cut_calls),
         }
 
 
@@ -55,9 +57,10 @@ def prepare_grpo_batch(
     drop_zero_variance: bool = True,
     merge: bool = False,
     tokenizer: Any | None = None,
+    mask_cut_replies: bool = False,
 ) -> tuple[list[Sample], BatchReport]:
     """``(samples, report)`` for ``(rollout, calls)`` pairs."""
-    trajectories, build_report = build_trajectories(items, gamma=gamma, tokenizer=tokenizer)
+    trajectories, build_report = build_trajectories(items, gamma=gamma, tokenizer=tokenizer, mask_cut=mask_cut_replies)
     merged = merge and gamma == 1.0
     if merged:
         trajectories = [merge_prefix_calls(t) for t in trajectories]

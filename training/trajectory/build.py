@@ -71,6 +71,8 @@ class BuildReport:
     n_skipped_calls: int = 0
     #: Trajectories with a reply cut at the generation cap (they train with the verifier's reward).
     n_cut_replies: int = 0
+    #: Calls cut at the generation cap whose tokens were masked out of the loss (``mask_cut``).
+    n_masked_cut_calls: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -81,6 +83,7 @@ class BuildReport:
             "n_retokenized_calls": self.n_retokenized_calls,
             "n_skipped_calls": self.n_skipped_calls,
             "n_cut_replies": self.n_cut_replies,
+            "n_masked_cut_calls": self.n_masked_cut_calls,
         }
 
 
@@ -96,8 +99,12 @@ def build_trajectory(
     gamma: float = 1.0,
     tokenizer: Any | None = None,
     report: BuildReport | None = None,
+    mask_cut: bool = False,
 ) -> Trajectory | None:
     """The trajectory of one finished rollout, or ``None`` when it does not train.
+
+    ``mask_cut``: a call cut at the generation cap keeps its place (and the rollout its
+    reward) but none of its tokens is trained (loss mask 0; DAPO's overlong filtering, per call).
 
     ``rollout``: a ``RolloutResult``, a ``storage.models.Rollout`` row or a dict with
     ``rollout_id``/``id``, ``status``, ``reward``, ``group_id``, ``task_id``.
@@ -144,6 +151,8 @@ def build_trajectory(
             )
             logprobs = None
         temperature, top_p, top_k = sampling_of(call.request)
+        masked = mask_cut and call.finish_reason == CUT_FINISH_REASON
+        report.n_masked_cut_calls += masked
         samples.append(
             Sample(
                 rollout_id=info.rollout_id,
@@ -152,6 +161,7 @@ def build_trajectory(
                 call_index=call.index,
                 prompt_ids=prompt_ids,
                 response_ids=response_ids,
+                loss_mask=[0] * len(response_ids) if masked else None,
                 response_logprobs=[float(x) for x in logprobs] if logprobs is not None else None,
                 reward=r_t,
                 trajectory_reward=reward,
@@ -182,12 +192,13 @@ def build_trajectories(
     *,
     gamma: float = 1.0,
     tokenizer: Any | None = None,
+    mask_cut: bool = False,
 ) -> tuple[list[Trajectory], BuildReport]:
     """Trajectories of many ``(rollout, calls)`` pairs and a report of what was dropped."""
     report = BuildReport()
     out = []
     for rollout, calls in items:
-        traj = build_trajectory(rollout, calls, gamma=gamma, tokenizer=tokenizer, report=report)
+        traj = build_trajectory(rollout, calls, gamma=gamma, tokenizer=tokenizer, report=report, mask_cut=mask_cut)
         if traj is not None:
             out.append(traj)
     if report.dropped:

@@ -215,7 +215,8 @@ async def async_steps(
             kept, stale = filter_stale(items, version, policy)
             samples, report = await in_thread(
                 prepare_grpo_batch, kept, gamma=cfg.gamma, eps=cfg.adv_eps, norm_by_std=cfg.norm_adv_by_std,
-                drop_zero_variance=cfg.drop_zero_variance_groups, merge=True, tokenizer=trainer.tokenizer)
+                drop_zero_variance=cfg.drop_zero_variance_groups, merge=True, tokenizer=trainer.tokenizer,
+                mask_cut_replies=cfg.mask_cut_replies)
             metrics: dict[str, float] = {}
             if samples and (any(s.advantage != 0.0 for s in samples) or cfg.kl_coef or cfg.entropy_coef):
                 busy = trainer_activity.begin()

@@ -248,6 +248,9 @@ def compose(preset: Preset, workflow: Workflow = "rl", model_path: str | Path | 
         if preset.train.skip_solved_tasks:
             raise CompositionError(f"{where}: train.skip_solved_tasks is the local trainer's task sampler; veRL draws "
                                    "its own batches from the dataset: unset it or set train.trainer = 'local'")
+        if preset.train.mask_cut_replies:
+            raise CompositionError(f"{where}: train.mask_cut_replies is the local batch builder's; veRL builds its own "
+                                   "loss masks: unset it or set train.trainer = 'local'")
         if preset.train.gamma != 1.0:
             raise CompositionError(f"{where}: train.gamma = {preset.train.gamma} with train.trainer = 'verl': veRL "
                                    "broadcasts one advantage to every call of a trajectory (γ = 1 only)")

@@ -275,6 +275,7 @@ def _sync_step(service: Any, results: Sequence[Any], trainer: Any, engine: Any, 
     samples, report = prepare_grpo_batch(
         items, gamma=cfg.gamma, eps=cfg.adv_eps, norm_by_std=cfg.norm_adv_by_std,
         drop_zero_variance=cfg.drop_zero_variance_groups, merge=True, tokenizer=trainer.tokenizer,
+        mask_cut_replies=cfg.mask_cut_replies,
     )
     built = time.perf_counter()
     metrics: dict[str, float] = {}

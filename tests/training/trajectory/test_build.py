@@ -115,3 +115,52 @@ def test_a_reply_cut_at_the_cap_trains_with_its_score_and_is_counted() -> None:
     assert [t.reward for t in trajs] == [0.5, 1.0, 0.0] and [s.reward for s in trajs[0].samples] == [0.5, 0.5]
     _, batch = prepare_grpo_batch(items, norm_by_std=False)
     assert batch.as_metrics()["cut_reply_rollouts"] == 1.0
+
+
+def test_mask_cut_replies_masks_only_the_cut_calls_and_keeps_rewards_and_advantages() -> None:
+    """DAPO's overlong filtering, per call: the cut call's tokens leave the loss; its rollout
+    keeps its reward, so the group's advantages are what they were without the mask."""
+    from training.trajectory import prepare_grpo_batch
+
+    items = [
+        (rollout("cut", reward=0.4), [chat_call(0, [1], [2], tool=("lookup", "{}")), _cut(chat_call(1, [1, 2, 3], [4]))]),
+        (rollout("done", reward=1.0), [chat_call(0, [1], [2], tool=("lookup", "{}")), chat_call(1, [1, 2, 3], [5])]),
+        (rollout("short", reward=0.0), [chat_call(0, [1], [6])]),
+    ]
+    plain, plain_report = prepare_grpo_batch(items, norm_by_std=False, merge=True)
+    masked, report = prepare_grpo_batch(items, norm_by_std=False, merge=True, mask_cut_replies=True)
+    assert plain_report.build.n_masked_cut_calls == 0
+    assert {s.rollout_id: s.loss_mask for s in plain}["cut"] == [1, 0, 1]  # without the flag the cut reply trains
+    by_id = {s.rollout_id: s for s in masked}
+    # one merged sequence [R1][T1][R2]: R1 trained, the tool result and the cut reply not
+    assert by_id["cut"].response_ids == [2, 3, 4] and by_id["cut"].loss_mask == [1, 0, 0]
+    assert by_id["done"].loss_mask == [1, 0, 1] and by_id["short"].loss_mask == [1]
+    assert [s.advantage for s in masked] == [s.advantage for s in plain] and by_id["cut"].advantage != 0.0
+    assert report.build.n_masked_cut_calls == 1 and report.as_metrics()["cut_calls_masked"] == 1.0
+    assert report.build.n_cut_replies == 1
+
+
+def test_a_rollout_whose_only_call_was_cut_has_nothing_to_train_with_mask_cut_replies() -> None:
+    traj = build_trajectory(rollout("r", reward=0.0), [_cut(chat_call(0, [1], [2, 3]))], mask_cut=True)
+    assert traj is not None and traj.reward == 0.0 and traj.samples[0].n_loss_tokens == 0
+
+
+@pytest.mark.parametrize("mask", [False, True])
+def test_the_sync_rl_step_reads_train_mask_cut_replies(mask: bool) -> None:
+    from types import SimpleNamespace
+
+    from openforge.presets import load_preset
+    from training.workflows.rl import _sync_step
+
+    items = [
+        (rollout("cut", reward=0.4), [chat_call(0, [1], [2], tool=("lookup", "{}")), _cut(chat_call(1, [1, 2, 3], [4]))]),
+        (rollout("done", reward=1.0), [chat_call(0, [1], [5])]),
+    ]
+    trained: list = []
+    service = SimpleNamespace(recorded=lambda _results: items)
+    trainer = SimpleNamespace(tokenizer=None, step=lambda samples: trained.extend(samples) or {"updated": 1.0})
+    cfg = load_preset("local", {"train.mask_cut_replies": mask}).train
+    report, _, _, _ = _sync_step(service, [], trainer, SimpleNamespace(policy_version=0), cfg)
+    cut = next(s for s in trained if s.rollout_id == "cut")
+    assert cut.loss_mask == ([1, 0, 0] if mask else [1, 0, 1])
+    assert report.build.n_masked_cut_calls == int(mask)
