@@ -35,10 +35,9 @@ from typing import Any, Self, TypeVar
 from environments.records import RolloutResult
 from environments.taskdir import TaskDir
 from openforge.aio import thread_outcome
-from training.trajectory import prepare_grpo_batch
 from training.trajectory.staleness import StalenessPolicy, filter_stale
 from training.workflows.activity import Activity
-from training.workflows.common import in_thread
+from training.workflows.common import grpo_batch, in_thread
 from training.workflows.service import mark_unfinished_cancelled
 from training.workflows.task_sampler import TaskSampler
 
@@ -213,10 +212,7 @@ async def async_steps(
             version = int(engine.policy_version or 0)
             items = await in_thread(service.recorded, results) if results else []
             kept, stale = filter_stale(items, version, policy)
-            samples, report = await in_thread(
-                prepare_grpo_batch, kept, gamma=cfg.gamma, eps=cfg.adv_eps, norm_by_std=cfg.norm_adv_by_std,
-                drop_zero_variance=cfg.drop_zero_variance_groups, merge=True, tokenizer=trainer.tokenizer,
-                mask_cut_replies=cfg.mask_cut_replies)
+            samples, report = await in_thread(grpo_batch, kept, cfg, trainer.tokenizer)
             metrics: dict[str, float] = {}
             if samples and (any(s.advantage != 0.0 for s in samples) or cfg.kl_coef or cfg.entropy_coef):
                 busy = trainer_activity.begin()

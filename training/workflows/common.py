@@ -12,7 +12,10 @@ from typing import Any, TypeVar
 from environments.records import RolloutResult
 from environments.taskdir import TaskDir, load_task
 from openforge.aio import in_thread_to_the_end
-from openforge.presets import Preset
+from openforge.presets import Preset, TrainConfig
+from training.trajectory import prepare_grpo_batch
+from training.trajectory.batch import BatchReport
+from training.trajectory.records import Sample
 from training.workflows.compose import (
     CompositionError,
     Workflow,
@@ -20,7 +23,7 @@ from training.workflows.compose import (
     vllm_launch_config,
 )
 
-__all__ = ["CompositionError", "harness_options", "in_thread", "local_engine", "policy_engine", "rollout_service"]
+__all__ = ["CompositionError", "grpo_batch", "harness_options", "in_thread", "local_engine", "policy_engine", "rollout_service"]
 
 T = TypeVar("T")
 
@@ -37,6 +40,18 @@ async def in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     and over), the work is waited for (a thread cannot be stopped) so nothing of the run keeps
     going after it."""
     return await in_thread_to_the_end(fn, *args, executor=_TRAINER_THREAD, **kwargs)
+
+
+def grpo_batch(items: Sequence[tuple[Any, Sequence[Any]]], cfg: TrainConfig, tokenizer: Any
+               ) -> tuple[list[Sample], BatchReport]:
+    """The GRPO batch of recorded ``(rollout, calls)`` pairs as ``[train]`` asks for it: the one
+    place the sync and async loops map preset keys onto :func:`prepare_grpo_batch` (prefix
+    merging on: it is exact where it applies). Blocking: call it off the event loop."""
+    return prepare_grpo_batch(
+        items, gamma=cfg.gamma, eps=cfg.adv_eps, norm_by_std=cfg.norm_adv_by_std,
+        drop_zero_variance=cfg.drop_zero_variance_groups, merge=True, tokenizer=tokenizer,
+        mask_cut_replies=cfg.mask_cut_replies,
+    )
 
 
 def load_tasks(dirs: Sequence[str | Path]) -> list[TaskDir]:

@@ -38,11 +38,11 @@ from openforge.presets import Preset
 from openforge.settings import get_settings
 from storage.db import make_engine
 from storage.migrate import upgrade
-from training.trajectory import prepare_grpo_batch
 from training.trajectory.batch import BatchReport
 from training.trajectory.staleness import StalenessPolicy, StalenessReport, filter_stale
 from training.workflows.activity import TimedEngine
 from training.workflows.common import (
+    grpo_batch,
     in_thread,
     local_engine,
     mean_reward,
@@ -272,11 +272,7 @@ def _sync_step(service: Any, results: Sequence[Any], trainer: Any, engine: Any, 
     items = service.recorded(results)
     # sync: every call was sampled by the current weights (measured, not assumed)
     _, stale = filter_stale(items, int(engine.policy_version or 0), StalenessPolicy.from_train(cfg))
-    samples, report = prepare_grpo_batch(
-        items, gamma=cfg.gamma, eps=cfg.adv_eps, norm_by_std=cfg.norm_adv_by_std,
-        drop_zero_variance=cfg.drop_zero_variance_groups, merge=True, tokenizer=trainer.tokenizer,
-        mask_cut_replies=cfg.mask_cut_replies,
-    )
+    samples, report = grpo_batch(items, cfg, trainer.tokenizer)
     built = time.perf_counter()
     metrics: dict[str, float] = {}
     if any(s.advantage != 0.0 for s in samples) or cfg.kl_coef or cfg.entropy_coef:
