@@ -49,10 +49,6 @@ def test_per_rollout_weights_make_each_trajectory_weigh_the_same() -> None:
     for s, wi in zip(samples, w, strict=True):
         per_traj[s.rollout_id] += wi * s.n_loss_tokens
     assert per_traj == pytest.approx({"long": 0.5, "short": 0.5})
-    # normalised over a full mini-batch of 4 rollouts (two of them left out): each present one weighs 1/4
-    nominal = token_weights(samples, "per_rollout", rollouts=4)
-    assert [x * 2 for x in nominal] == pytest.approx(w)
-    assert token_weights(samples, "per_rollout", rollouts=1) == pytest.approx(w)  # never more than the rollouts present
     wt = token_weights(samples, "per_token")
     assert wt == pytest.approx([0.1] * 4)
     with pytest.raises(ValueError, match="loss_norm"):

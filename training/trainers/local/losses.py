@@ -54,16 +54,12 @@ def sft_token_loss(logp: torch.Tensor) -> torch.Tensor:
     return -logp
 
 
-def token_weights(samples: Sequence[Sample], mode: str, *, rollouts: int = 0) -> list[float]:
+def token_weights(samples: Sequence[Sample], mode: str) -> list[float]:
     """Per-sample weight of each of its loss tokens, so that Σ weight·loss is the step loss.
 
     ``per_rollout``: every trajectory weighs the same however many calls/tokens it has —
-        w = 1 / (N · tokens_in_its_trajectory),  N = max(trajectories present, ``rollouts``)
-        ``rollouts`` is the mini-batch's nominal count (task groups × group size): a
-        zero-variance group the batch builder left out, or a rollout dropped for an error,
-        still counts, so it contributes no gradient *and* does not scale up the others' (DESIGN
-        §6; veRL keeps such groups at advantage 0 in its ``seq-mean-token-mean`` mean).
-    ``per_token``:  w = 1 / total_tokens                  → one token-mean over the tokens present
+        w = 1 / (N_traj · tokens_in_its_trajectory)     → mean over trajectories of their token-mean
+    ``per_token``:  w = 1 / total_tokens                  → one token-mean over the whole batch
     """
     if mode == "per_token":
         total = sum(s.n_loss_tokens for s in samples)
@@ -73,5 +69,5 @@ def token_weights(samples: Sequence[Sample], mode: str, *, rollouts: int = 0) ->
     per_traj: dict[str, int] = {}
     for s in samples:
         per_traj[s.rollout_id] = per_traj.get(s.rollout_id, 0) + s.n_loss_tokens
-    n_traj = max(sum(1 for n in per_traj.values() if n > 0), rollouts)
+    n_traj = sum(1 for n in per_traj.values() if n > 0)
     return [1.0 / (n_traj * per_traj[s.rollout_id]) if per_traj[s.rollout_id] else 0.0 for s in samples]

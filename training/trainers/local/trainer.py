@@ -222,17 +222,6 @@ class LocalTrainer:
         groups = list(by_group.values())
         return [[i for g in groups[j: j + size] for i in g] for j in range(0, len(groups), size)]
 
-    def _rollouts_per_mini_batch(self) -> int:
-        """The rollouts a full mini-batch holds: ``ppo_mini_batch_size`` task groups (at most
-        ``train_batch_size``) × ``group_size``. The per-rollout loss is normalised over this
-        count, not over the rollouts present, so the zero-variance groups the batch builder left
-        out (and rollouts dropped for errors) weigh nothing rather than enlarge everyone else's
-        update: with 3 of 4 groups zero-variance, the remaining group's rollouts weigh 1/8 each,
-        as they would beside a zero-advantage group, not 1/4."""
-        cfg = self.config
-        groups = min(cfg.ppo_mini_batch_size or cfg.train_batch_size, cfg.train_batch_size)
-        return groups * cfg.group_size
-
     def _tensors(self, samples: Sequence[Sample], idx: list[int]) -> Batch:
         return collate([samples[i].prompt_ids for i in idx], [samples[i].response_ids for i in idx],
                        [samples[i].loss_mask or [] for i in idx], self.pad_id, self.device,
@@ -309,10 +298,9 @@ class LocalTrainer:
         t0 = time.perf_counter()
         cfg = self.config
         minis = self._mini_batches(samples)
-        weights = [0.0] * len(samples)  # each mini-batch's loss is normalised over a full mini-batch's rollouts
-        nominal = self._rollouts_per_mini_batch()
+        weights = [0.0] * len(samples)  # each mini-batch's loss is normalised over that mini-batch
         for mini in minis:
-            for i, w in zip(mini, token_weights([samples[i] for i in mini], cfg.loss_norm, rollouts=nominal), strict=True):
+            for i, w in zip(mini, token_weights([samples[i] for i in mini], cfg.loss_norm), strict=True):
                 weights[i] = w
         passes = cfg.ppo_epochs * len(minis)  # optimiser updates this step
         engine_lp = [s.response_logprobs for s in samples]
