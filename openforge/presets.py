@@ -71,7 +71,11 @@ class TrainConfig(_Section):
     importance_correction: Literal["auto", "on", "off"] = Field(
         "auto", description="Truncated importance sampling vs the engine's logprobs; auto: on unless the engine is in-process.")
     tis_cap: float = Field(2.0, gt=0, description="Cap C of the truncated IS weight min(pi_trainer / pi_engine, C).")
-    loss_norm: Literal["per_rollout", "per_token"] = "per_rollout"
+    loss_norm: Literal["per_rollout", "per_token"] = Field(
+        "per_rollout", description="per_rollout: each trajectory weighs the same however many tokens it has; a "
+        "mini-batch's loss is the mean over the rollouts present in it, so when drop_zero_variance_groups leaves "
+        "groups out, the rest weigh more (normalising over a full mini-batch instead was tried in session 27: 0 of "
+        "3 clear, docs/training-loop.md). per_token: one token-mean over the tokens present.")
     mask_cut_replies: bool = Field(
         False, description="Overlong filtering (DAPO) per call: a call cut at the generation cap (finish_reason "
         "'length') stays in its rollout, whose reward and group advantage are unchanged, but its tokens are "
@@ -80,7 +84,9 @@ class TrainConfig(_Section):
     steps: int = Field(100, ge=1)
     max_prompt_length: int = Field(4096, ge=1)
     max_response_length: int = Field(1024, ge=1)
-    drop_zero_variance_groups: bool = True
+    drop_zero_variance_groups: bool = Field(
+        True, description="Leave groups whose rewards are all equal out of the step (they carry no policy gradient; "
+        "see loss_norm for how that scales the rest). False: train them too, for kl_coef / entropy_coef.")
     skip_solved_tasks: bool = Field(
         False, description="Local trainer: a task whose last group scored full reward in every rollout leaves the "
         "rotation (its groups would be zero-variance) until fewer unsolved tasks remain than a step needs "
