@@ -76,10 +76,12 @@ class TrainConfig(_Section):
         "mini-batch's loss is the mean over the rollouts present in it, so when drop_zero_variance_groups leaves "
         "groups out, the rest weigh more (normalising over a full mini-batch instead was tried in session 27: 0 of "
         "3 clear, docs/training-loop.md). per_token: one token-mean over the tokens present.")
-    mask_cut_replies: bool = Field(
+    mask_cut_replies: bool | Literal["reinforced"] = Field(
         False, description="Overlong filtering (DAPO) per call: a call cut at the generation cap (finish_reason "
         "'length') stays in its rollout, whose reward and group advantage are unchanged, but its tokens are "
-        "masked out of the loss. Local trainer only: rejected with train.trainer = 'verl'.")
+        "masked out of the loss. true: in every rollout; 'reinforced': only in rollouts above their group's mean "
+        "reward (a cut reply is never reinforced but still pushed down where it lost). Local trainer only: "
+        "rejected with train.trainer = 'verl'.")
     max_grad_norm: float = Field(1.0, gt=0)
     steps: int = Field(100, ge=1)
     max_prompt_length: int = Field(4096, ge=1)

@@ -70,6 +70,7 @@ def test_engine_kind_local_switches_claw_to_the_local_composition() -> None:
     ({"train.compute_dtype": "bfloat16"}, "train.compute_dtype is the local trainer's"),
     ({"train.skip_solved_tasks": True}, "train.skip_solved_tasks is the local trainer's task sampler"),
     ({"train.mask_cut_replies": True}, "train.mask_cut_replies is the local batch builder's"),
+    ({"train.mask_cut_replies": "reinforced"}, "train.mask_cut_replies is the local batch builder's"),
     ({"engine.kind": "url", "engine.url": "http://h:8000/v1", "engine.device": "cpu"}, "engine.kind = 'url' serves fixed weights"),
     ({"engine.device": "cpu", "engine.url": "http://h:8000", "engine.weight_sync": "restart"}, "engine.weight_sync = 'restart' needs"),
 ])

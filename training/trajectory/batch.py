@@ -6,7 +6,9 @@ between "the scheduler returned a batch of rollouts" and ``LocalTrainer.step``:
 1. :func:`~training.trajectory.build.build_trajectories` — one sample per recorded call,
    ``r_t = γ^(T−t)·r_T``, error trajectories (``infra_error``, ``timeout``) dropped, rollouts
    with a reply cut at the generation cap counted (``cut_reply_rollouts``) and, with
-   ``mask_cut_replies``, the cut calls' tokens masked out of the loss (``cut_calls_masked``);
+   ``mask_cut_replies``, the cut calls' tokens masked out of the loss (``cut_calls_masked``):
+   in every rollout (``True``) or only in those above their group's mean reward
+   (``"reinforced"``: a cut reply is never reinforced, and still pushed down where it lost);
 2. optional prefix merging (:mod:`.merge`), only for γ = 1 where it is exact;
 3. :func:`~training.trajectory.grpo.assign_group_advantages` — group advantages,
    zero-variance groups reported (and left out unless ``drop_zero_variance`` is off).
@@ -21,7 +23,7 @@ from typing import Any
 from training.trajectory.build import BuildReport, build_trajectories
 from training.trajectory.grpo import GroupReport, assign_group_advantages
 from training.trajectory.merge import merge_prefix_calls
-from training.trajectory.records import Sample
+from training.trajectory.records import Sample, Trajectory
 
 
 @dataclass
@@ -57,10 +59,16 @@ def prepare_grpo_batch(
     drop_zero_variance: bool = True,
     merge: bool = False,
     tokenizer: Any | None = None,
-    mask_cut_replies: bool = False,
+    mask_cut_replies: bool | str = False,
 ) -> tuple[list[Sample], BatchReport]:
     """``(samples, report)`` for ``(rollout, calls)`` pairs."""
-    trajectories, build_report = build_trajectories(items, gamma=gamma, tokenizer=tokenizer, mask_cut=mask_cut_replies)
+    mask_cut: bool | set[str] = mask_cut_replies if isinstance(mask_cut_replies, bool) else set()
+    if mask_cut_replies == "reinforced":  # who is above the group mean is known from the rewards alone
+        items = list(items)
+        mask_cut = above_group_mean(build_trajectories(items, gamma=gamma, tokenizer=tokenizer)[0])
+    elif not isinstance(mask_cut_replies, bool):
+        raise ValueError(f"train.mask_cut_replies: {mask_cut_replies!r} (true | false | \"reinforced\")")
+    trajectories, build_report = build_trajectories(items, gamma=gamma, tokenizer=tokenizer, mask_cut=mask_cut)
     merged = merge and gamma == 1.0
     if merged:
         trajectories = [merge_prefix_calls(t) for t in trajectories]
@@ -68,3 +76,16 @@ def prepare_grpo_batch(
         trajectories, gamma=gamma, eps=eps, norm_by_std=norm_by_std, drop_zero_variance=drop_zero_variance
     )
     return samples, BatchReport(build=build_report, groups=groups, merged=merged, n_samples=len(samples))
+
+
+def above_group_mean(trajectories: Sequence[Trajectory]) -> set[str]:
+    """Ids of the rollouts whose reward is above their group's mean: those a GRPO step
+    reinforces (a positive advantage, centred or divided by the group's std)."""
+    groups: dict[str, list[Trajectory]] = {}
+    for traj in trajectories:
+        groups.setdefault(traj.group_id, []).append(traj)
+    out: set[str] = set()
+    for members in groups.values():
+        mean = sum(t.reward for t in members) / len(members)
+        out.update(t.rollout_id for t in members if t.reward > mean)
+    return out

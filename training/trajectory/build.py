@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -192,13 +193,15 @@ def build_trajectories(
     *,
     gamma: float = 1.0,
     tokenizer: Any | None = None,
-    mask_cut: bool = False,
+    mask_cut: bool | AbstractSet[str] = False,
 ) -> tuple[list[Trajectory], BuildReport]:
-    """Trajectories of many ``(rollout, calls)`` pairs and a report of what was dropped."""
+    """Trajectories of many ``(rollout, calls)`` pairs and a report of what was dropped.
+    ``mask_cut``: for every rollout (``True``), or for the rollouts whose ids it holds."""
     report = BuildReport()
     out = []
     for rollout, calls in items:
-        traj = build_trajectory(rollout, calls, gamma=gamma, tokenizer=tokenizer, report=report, mask_cut=mask_cut)
+        mask = mask_cut if isinstance(mask_cut, bool) else RolloutInfo.from_any(rollout).rollout_id in mask_cut
+        traj = build_trajectory(rollout, calls, gamma=gamma, tokenizer=tokenizer, report=report, mask_cut=mask)
         if traj is not None:
             out.append(traj)
     if report.dropped:

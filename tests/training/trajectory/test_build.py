@@ -140,13 +140,37 @@ def test_mask_cut_replies_masks_only_the_cut_calls_and_keeps_rewards_and_advanta
     assert report.build.n_cut_replies == 1
 
 
+def test_mask_cut_replies_reinforced_masks_a_cut_call_only_above_the_group_mean() -> None:
+    """"reinforced": a cut reply in a rollout that beat its group (positive advantage) leaves the
+    loss; one in a rollout that lost keeps its tokens, so the step still pushes it down."""
+    from training.trajectory import prepare_grpo_batch
+
+    def cut_rollout(rid: str, reward: float, group: str) -> tuple:
+        return (rollout(rid, reward=reward, group_id=group),
+                [chat_call(0, [1], [2], tool=("lookup", "{}")), _cut(chat_call(1, [1, 2, 3], [4]))])
+
+    items = [
+        cut_rollout("won", 0.5, "g"), (rollout("g-low", reward=0.0), [chat_call(0, [1], [6])]),  # g: mean 0.25
+        cut_rollout("lost", 0.4, "h"), (rollout("h-top", reward=1.0, group_id="h"), [chat_call(0, [1], [5])]),  # h: 0.7
+    ]
+    plain, _ = prepare_grpo_batch(items, norm_by_std=False, merge=True)
+    masked, report = prepare_grpo_batch(iter(items), norm_by_std=False, merge=True, mask_cut_replies="reinforced")
+    by_id = {s.rollout_id: s for s in masked}
+    assert by_id["won"].advantage > 0 and by_id["won"].loss_mask == [1, 0, 0]
+    assert by_id["lost"].advantage < 0 and by_id["lost"].loss_mask == [1, 0, 1]
+    assert [s.advantage for s in masked] == [s.advantage for s in plain]
+    assert report.build.n_masked_cut_calls == 1 and report.build.n_cut_replies == 2
+    with pytest.raises(ValueError, match="mask_cut_replies"):
+        prepare_grpo_batch(items, mask_cut_replies="sometimes")
+
+
 def test_a_rollout_whose_only_call_was_cut_has_nothing_to_train_with_mask_cut_replies() -> None:
     traj = build_trajectory(rollout("r", reward=0.0), [_cut(chat_call(0, [1], [2, 3]))], mask_cut=True)
     assert traj is not None and traj.reward == 0.0 and traj.samples[0].n_loss_tokens == 0
 
 
-@pytest.mark.parametrize("mask", [False, True])
-def test_the_sync_rl_step_reads_train_mask_cut_replies(mask: bool) -> None:
+@pytest.mark.parametrize(("mask", "expected"), [(False, [1, 0, 1]), (True, [1, 0, 0]), ("reinforced", [1, 0, 1])])
+def test_the_sync_rl_step_reads_train_mask_cut_replies(mask: bool | str, expected: list[int]) -> None:
     from types import SimpleNamespace
 
     from openforge.presets import load_preset
@@ -162,5 +186,5 @@ def test_the_sync_rl_step_reads_train_mask_cut_replies(mask: bool) -> None:
     cfg = load_preset("local", {"train.mask_cut_replies": mask}).train
     report, _, _, _ = _sync_step(service, [], trainer, SimpleNamespace(policy_version=0), cfg)
     cut = next(s for s in trained if s.rollout_id == "cut")
-    assert cut.loss_mask == ([1, 0, 0] if mask else [1, 0, 1])
-    assert report.build.n_masked_cut_calls == int(mask)
+    assert cut.loss_mask == expected  # "reinforced": 0.4 is below the group's mean (0.7), so it trains
+    assert report.build.n_masked_cut_calls == expected.count(0) - 1
