@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from training.trajectory.build import BuildReport, build_trajectories
+from training.trajectory.build import BuildReport, build_trajectories, mask_cut_calls
 from training.trajectory.grpo import GroupReport, assign_group_advantages
 from training.trajectory.merge import merge_prefix_calls
 from training.trajectory.records import Sample, Trajectory
@@ -62,13 +62,15 @@ def prepare_grpo_batch(
     mask_cut_replies: bool | str = False,
 ) -> tuple[list[Sample], BatchReport]:
     """``(samples, report)`` for ``(rollout, calls)`` pairs."""
-    mask_cut: bool | set[str] = mask_cut_replies if isinstance(mask_cut_replies, bool) else set()
-    if mask_cut_replies == "reinforced":  # who is above the group mean is known from the rewards alone
-        items = list(items)
-        mask_cut = above_group_mean(build_trajectories(items, gamma=gamma, tokenizer=tokenizer)[0])
-    elif not isinstance(mask_cut_replies, bool):
+    if not isinstance(mask_cut_replies, bool) and mask_cut_replies != "reinforced":
         raise ValueError(f"train.mask_cut_replies: {mask_cut_replies!r} (true | false | \"reinforced\")")
-    trajectories, build_report = build_trajectories(items, gamma=gamma, tokenizer=tokenizer, mask_cut=mask_cut)
+    trajectories, build_report = build_trajectories(items, gamma=gamma, tokenizer=tokenizer,
+                                                    mask_cut=mask_cut_replies is True)
+    if mask_cut_replies == "reinforced":  # the group means are known once the trajectories are
+        ahead = above_group_mean(trajectories)
+        for traj in trajectories:
+            if traj.rollout_id in ahead:
+                mask_cut_calls(traj.samples, build_report)
     merged = merge and gamma == 1.0
     if merged:
         trajectories = [merge_prefix_calls(t) for t in trajectories]

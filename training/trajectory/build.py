@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -152,8 +151,6 @@ def build_trajectory(
             )
             logprobs = None
         temperature, top_p, top_k = sampling_of(call.request)
-        masked = mask_cut and call.finish_reason == CUT_FINISH_REASON
-        report.n_masked_cut_calls += masked
         samples.append(
             Sample(
                 rollout_id=info.rollout_id,
@@ -162,7 +159,6 @@ def build_trajectory(
                 call_index=call.index,
                 prompt_ids=prompt_ids,
                 response_ids=response_ids,
-                loss_mask=[0] * len(response_ids) if masked else None,
                 response_logprobs=[float(x) for x in logprobs] if logprobs is not None else None,
                 reward=r_t,
                 trajectory_reward=reward,
@@ -174,6 +170,8 @@ def build_trajectory(
                 top_k=top_k,
             )
         )
+    if mask_cut:
+        mask_cut_calls(samples, report)
     report.n_trajectories += 1
     report.n_samples += len(samples)
     return Trajectory(
@@ -193,17 +191,24 @@ def build_trajectories(
     *,
     gamma: float = 1.0,
     tokenizer: Any | None = None,
-    mask_cut: bool | AbstractSet[str] = False,
+    mask_cut: bool = False,
 ) -> tuple[list[Trajectory], BuildReport]:
-    """Trajectories of many ``(rollout, calls)`` pairs and a report of what was dropped.
-    ``mask_cut``: for every rollout (``True``), or for the rollouts whose ids it holds."""
+    """Trajectories of many ``(rollout, calls)`` pairs and a report of what was dropped."""
     report = BuildReport()
     out = []
     for rollout, calls in items:
-        mask = mask_cut if isinstance(mask_cut, bool) else RolloutInfo.from_any(rollout).rollout_id in mask_cut
-        traj = build_trajectory(rollout, calls, gamma=gamma, tokenizer=tokenizer, report=report, mask_cut=mask)
+        traj = build_trajectory(rollout, calls, gamma=gamma, tokenizer=tokenizer, report=report, mask_cut=mask_cut)
         if traj is not None:
             out.append(traj)
     if report.dropped:
         log.info("trajectory reconstruction dropped %s", dict(report.dropped))
     return out, report
+
+
+def mask_cut_calls(samples: Sequence[Sample], report: BuildReport) -> None:
+    """Mask every token of the per-call ``samples`` cut at the generation cap out of the loss
+    (before prefix merging: one sample per call), counted in ``report.n_masked_cut_calls``."""
+    for sample in samples:
+        if sample.finish_reason == CUT_FINISH_REASON:
+            sample.loss_mask = [0] * len(sample.response_ids)
+            report.n_masked_cut_calls += 1
