@@ -80,8 +80,8 @@ class TrainConfig(_Section):
         False, description="Overlong filtering (DAPO) per call: a call cut at the generation cap (finish_reason "
         "'length') stays in its rollout, whose reward and group advantage are unchanged, but its tokens are "
         "masked out of the loss. true: in every rollout; 'reinforced': only in rollouts above their group's mean "
-        "reward (a cut reply is never reinforced but still pushed down where it lost). Local trainer only: "
-        "rejected with train.trainer = 'verl'.")
+        "reward (a cut reply is never reinforced but still pushed down where it lost; the local preset's value). "
+        "Local trainer only: rejected with train.trainer = 'verl'.")
     max_grad_norm: float = Field(1.0, gt=0)
     steps: int = Field(100, ge=1)
     max_prompt_length: int = Field(4096, ge=1)
