@@ -64,12 +64,11 @@ def prepare_grpo_batch(
     """``(samples, report)`` for ``(rollout, calls)`` pairs."""
     if not isinstance(mask_cut_replies, bool) and mask_cut_replies != "reinforced":
         raise ValueError(f"train.mask_cut_replies: {mask_cut_replies!r} (true | false | \"reinforced\")")
-    trajectories, build_report = build_trajectories(items, gamma=gamma, tokenizer=tokenizer,
-                                                    mask_cut=mask_cut_replies is True)
-    if mask_cut_replies == "reinforced":  # the group means are known once the trajectories are
-        ahead = above_group_mean(trajectories)
+    trajectories, build_report = build_trajectories(items, gamma=gamma, tokenizer=tokenizer)
+    if mask_cut_replies:  # before merging: one sample per call
+        ahead = above_group_mean(trajectories) if mask_cut_replies == "reinforced" else None
         for traj in trajectories:
-            if traj.rollout_id in ahead:
+            if ahead is None or traj.rollout_id in ahead:
                 mask_cut_calls(traj.samples, build_report)
     merged = merge and gamma == 1.0
     if merged:

@@ -71,7 +71,7 @@ class BuildReport:
     n_skipped_calls: int = 0
     #: Trajectories with a reply cut at the generation cap (they train with the verifier's reward).
     n_cut_replies: int = 0
-    #: Calls cut at the generation cap whose tokens were masked out of the loss (``mask_cut``).
+    #: Calls cut at the generation cap whose tokens were masked out of the loss (:func:`mask_cut_calls`).
     n_masked_cut_calls: int = 0
 
     def as_dict(self) -> dict[str, Any]:
@@ -99,12 +99,8 @@ def build_trajectory(
     gamma: float = 1.0,
     tokenizer: Any | None = None,
     report: BuildReport | None = None,
-    mask_cut: bool = False,
 ) -> Trajectory | None:
     """The trajectory of one finished rollout, or ``None`` when it does not train.
-
-    ``mask_cut``: a call cut at the generation cap keeps its place (and the rollout its
-    reward) but none of its tokens is trained (loss mask 0; DAPO's overlong filtering, per call).
 
     ``rollout``: a ``RolloutResult``, a ``storage.models.Rollout`` row or a dict with
     ``rollout_id``/``id``, ``status``, ``reward``, ``group_id``, ``task_id``.
@@ -170,8 +166,6 @@ def build_trajectory(
                 top_k=top_k,
             )
         )
-    if mask_cut:
-        mask_cut_calls(samples, report)
     report.n_trajectories += 1
     report.n_samples += len(samples)
     return Trajectory(
@@ -191,13 +185,12 @@ def build_trajectories(
     *,
     gamma: float = 1.0,
     tokenizer: Any | None = None,
-    mask_cut: bool = False,
 ) -> tuple[list[Trajectory], BuildReport]:
     """Trajectories of many ``(rollout, calls)`` pairs and a report of what was dropped."""
     report = BuildReport()
     out = []
     for rollout, calls in items:
-        traj = build_trajectory(rollout, calls, gamma=gamma, tokenizer=tokenizer, report=report, mask_cut=mask_cut)
+        traj = build_trajectory(rollout, calls, gamma=gamma, tokenizer=tokenizer, report=report)
         if traj is not None:
             out.append(traj)
     if report.dropped:
@@ -207,7 +200,8 @@ def build_trajectories(
 
 def mask_cut_calls(samples: Sequence[Sample], report: BuildReport) -> None:
     """Mask every token of the per-call ``samples`` cut at the generation cap out of the loss
-    (before prefix merging: one sample per call), counted in ``report.n_masked_cut_calls``."""
+    (before prefix merging: one sample per call), counted in ``report.n_masked_cut_calls``: the
+    call keeps its place and the rollout its reward (DAPO's overlong filtering, per call)."""
     for sample in samples:
         if sample.finish_reason == CUT_FINISH_REASON:
             sample.loss_mask = [0] * len(sample.response_ids)

@@ -6,6 +6,7 @@ import pytest
 
 from testkit.calls import chat_call, rollout, tiny_tokenizer
 from training.trajectory import build_trajectories, build_trajectory, call_rewards
+from training.trajectory.build import BuildReport, mask_cut_calls
 
 
 def test_call_rewards_discount_from_the_end() -> None:
@@ -165,8 +166,10 @@ def test_mask_cut_replies_reinforced_masks_a_cut_call_only_above_the_group_mean(
 
 
 def test_a_rollout_whose_only_call_was_cut_has_nothing_to_train_with_mask_cut_replies() -> None:
-    traj = build_trajectory(rollout("r", reward=0.0), [_cut(chat_call(0, [1], [2, 3]))], mask_cut=True)
-    assert traj is not None and traj.reward == 0.0 and traj.samples[0].n_loss_tokens == 0
+    traj = build_trajectory(rollout("r", reward=0.0), [_cut(chat_call(0, [1], [2, 3]))])
+    assert traj is not None
+    mask_cut_calls(traj.samples, report := BuildReport())
+    assert traj.reward == 0.0 and traj.samples[0].n_loss_tokens == 0 and report.n_masked_cut_calls == 1
 
 
 @pytest.mark.parametrize(("mask", "expected"), [(False, [1, 0, 1]), (True, [1, 0, 0]), ("reinforced", [1, 0, 1])])
